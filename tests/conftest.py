@@ -1,0 +1,29 @@
+"""Shared fixtures: the tiny model directories every test builds locally (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A tiny Qwen2 model (Qwen2.5 chat template), built once per test session."""
+    from loop_agents.tiny_model import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny_qwen2_5")))
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_model_dir(tmp_path_factory) -> str:
+    """The same tiny model with the Qwen3 chat template (thinking on/off)."""
+    from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny_qwen3"), TinyModelSpec(chat_template="qwen3")))
