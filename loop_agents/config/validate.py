@@ -1,0 +1,149 @@
+"""Range and consistency checks run right after composition; each error names the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of range or inconsistent; the message names the key."""
+
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "llm.chat_template": ("qwen2_5", "qwen3"),
+    "llm.dtype": ("float32", "bfloat16", "float16"),
+    "gpu_allocation.device": ("cpu", "cuda"),
+    "gpu_allocation.mode": ("disaggregated", "colocated", "exclusive"),
+    "algorithm.advantage": ("loo", "grpo", "dr_grpo", "rloo", "reinforce_pp", "gae"),
+    "algorithm.loss": ("ppo", "gspo", "reinforce"),
+    "algorithm.ratio_level": ("token", "turn", "trajectory"),
+    "algorithm.aggregation": ("loop", "grpo", "dr_grpo"),
+    "algorithm.lr_schedule": ("constant", "linear", "cosine"),
+    "env.name": ("appworld", "bundled", "babyai", "textcraft", "sciworld", "agentgym_http"),
+    "env.reward": ("partial", "success"),
+    "env.turn_schedule.kind": ("fixed", "stepwise"),
+    "rollout.cut_policy": ("drop_inflight", "finish_started"),
+    "learner.overlong": ("drop", "truncate"),
+    "logging.wandb_mode": ("offline", "online", "disabled"),
+}
+
+# key -> (lower bound, inclusive?) ; upper bounds where they exist
+LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
+    "algorithm.clip_low": (0.0, False),
+    "algorithm.clip_high": (0.0, False),
+    "algorithm.rollouts_per_task": (2, True),
+    "algorithm.tasks_per_iteration": (1, True),
+    "algorithm.epochs": (1, True),
+    "algorithm.minibatch_size": (1, True),
+    "algorithm.lr": (0.0, False),
+    "algorithm.weight_decay": (0.0, True),
+    "algorithm.max_grad_norm": (0.0, False),
+    "algorithm.kl_coef": (0.0, True),
+    "algorithm.abs_adv_threshold": (0.0, True),
+    "llm.max_model_len": (16, True),
+    "llm.max_new_tokens": (1, True),
+    "llm.temperature": (0.0, True),
+    "llm.lora.r": (1, True),
+    "learner.max_seq_len": (16, True),
+    "learner.micro_batch_tokens": (16, True),
+    "env.concurrency": (1, True),
+    "env.turn_schedule.max_turns": (1, True),
+    "env.turn_schedule.stage_iterations": (1, True),
+    "run.iterations": (0, True),
+    "run.keep_checkpoints": (1, True),
+    "eval.every_n_iterations": (1, True),
+    "eval.runs_per_task": (1, True),
+    "rollout.episode_retries": (0, True),
+}
+UPPER_BOUNDS: dict[str, float] = {
+    "algorithm.clip_low": 1.0,
+    "algorithm.gamma": 1.0,
+    "algorithm.lam": 1.0,
+    "rollout.rollouts_fraction": 1.0,
+    "rollout.rollouts_per_task_fraction": 1.0,
+}
+
+
+def _get(cfg: DictConfig, dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def validate(cfg: DictConfig) -> None:
+    """Raise ConfigError naming the first bad key (allowed values or range included)."""
+    for key, allowed in CHOICES.items():
+        value = _get(cfg, key)
+        if value not in allowed:
+            raise ConfigError(f"{key}={value!r} is not allowed; choose one of: {', '.join(allowed)}")
+    for key, (low, inclusive) in LOWER_BOUNDS.items():
+        value = _get(cfg, key)
+        if value < low or (value == low and not inclusive):
+            op = ">=" if inclusive else ">"
+            raise ConfigError(f"{key}={value} is out of range; it must be {op} {low}")
+    for key, high in UPPER_BOUNDS.items():
+        value = _get(cfg, key)
+        if value > high:
+            raise ConfigError(f"{key}={value} is out of range; it must be <= {high}")
+    _validate_turn_schedule(cfg)
+    _validate_gpu_allocation(cfg)
+    if cfg.learner.max_seq_len > cfg.llm.max_model_len:
+        raise ConfigError(
+            f"learner.max_seq_len={cfg.learner.max_seq_len} exceeds llm.max_model_len={cfg.llm.max_model_len}; "
+            "every collected token must be trainable"
+        )
+    if cfg.rollout.async_one_step_off and cfg.algorithm.recompute_old_logprobs:
+        raise ConfigError(
+            "rollout.async_one_step_off=true needs algorithm.recompute_old_logprobs=false: the ratio must be taken "
+            "against the sampling policy's logprobs"
+        )
+
+
+def _validate_turn_schedule(cfg: DictConfig) -> None:
+    schedule = cfg.env.turn_schedule
+    if schedule.kind == "stepwise":
+        if not schedule.budgets:
+            raise ConfigError("env.turn_schedule.budgets must list at least one budget when kind=stepwise")
+        if any(b < 1 for b in schedule.budgets):
+            raise ConfigError(f"env.turn_schedule.budgets={list(schedule.budgets)} must all be >= 1")
+
+
+def _validate_gpu_allocation(cfg: DictConfig) -> None:
+    alloc = cfg.gpu_allocation
+    if alloc.device == "cpu":
+        if alloc.learner_gpus or alloc.inference_gpus:
+            raise ConfigError("gpu_allocation.device=cpu must not list learner_gpus or inference_gpus")
+        if alloc.inference_servers != 1:
+            raise ConfigError("gpu_allocation.inference_servers must be 1 on CPU")
+        return
+    learn, infer = list(alloc.learner_gpus), list(alloc.inference_gpus)
+    if not learn:
+        raise ConfigError("gpu_allocation.learner_gpus must list at least one GPU when device=cuda")
+    if not infer:
+        raise ConfigError("gpu_allocation.inference_gpus must list at least one GPU when device=cuda")
+    for key, ids in (("learner_gpus", learn), ("inference_gpus", infer)):
+        if len(set(ids)) != len(ids) or any(i < 0 for i in ids):
+            raise ConfigError(f"gpu_allocation.{key}={ids} must be distinct non-negative GPU ids")
+    if len(infer) % alloc.inference_servers:
+        raise ConfigError(
+            f"gpu_allocation.inference_servers={alloc.inference_servers} must divide "
+            f"len(inference_gpus)={len(infer)}"
+        )
+    overlap = sorted(set(learn) & set(infer))
+    if overlap and alloc.mode == "disaggregated":
+        raise ConfigError(
+            f"gpu_allocation: GPUs {overlap} are in both learner_gpus and inference_gpus but mode=disaggregated; "
+            "use mode=colocated with learner_memory_gb and inference_memory_gb, or mode=exclusive"
+        )
+    if alloc.mode == "colocated" and (alloc.learner_memory_gb is None or alloc.inference_memory_gb is None):
+        raise ConfigError(
+            "gpu_allocation.mode=colocated needs gpu_allocation.learner_memory_gb and "
+            "gpu_allocation.inference_memory_gb (the memory knobs that split each shared GPU)"
+        )
+    if alloc.mode == "exclusive" and set(learn) != set(infer):
+        raise ConfigError(
+            "gpu_allocation.mode=exclusive time-shares GPUs: learner_gpus must equal inference_gpus"
+        )

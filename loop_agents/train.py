@@ -1,0 +1,52 @@
+"""Train an LLM agent with LOOP (or GRPO, RLOO, REINFORCE++, PPO-GAE, GSPO) in a multi-turn environment.
+
+Launch (any key is a Hydra override; `--cfg job` prints the composed config and exits):
+    accelerate launch [--config_file conf/accelerate/<preset>.yaml] loop_agents/train.py \
+        llm=qwen2_5_32b gpu_allocation=four_learn_four_infer env=appworld algorithm=loop
+    accelerate launch --cpu --num_processes 1 loop_agents/train.py experiment=demo
+    torchrun --nproc-per-node 2 loop_agents/train.py experiment=demo      # 2 gloo ranks on CPU
+    python -m loop_agents.train experiment=demo
+
+Rank 0 is the driver (Ray, inference, rollouts, evaluator); every rank is a learner rank (FSDP2).
+Rerunning the same command with the same `run.dir` resumes from the newest complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
+    """Split argv into Hydra overrides and an optional `--cfg job|all` request."""
+    overrides, show = [], None
+    it = iter(argv)
+    for arg in it:
+        if arg == "--cfg":
+            show = next(it, "job")
+        elif arg.startswith("--cfg="):
+            show = arg.split("=", 1)[1]
+        elif arg in ("-h", "--help"):
+            print(__doc__)
+            raise SystemExit(0)
+        else:
+            overrides.append(arg)
+    return overrides, show
+
+
+def main(argv: list[str] | None = None) -> None:
+    from omegaconf import OmegaConf
+
+    from loop_agents.config.load import compose_or_exit
+
+    overrides, show = parse_cli(sys.argv[1:] if argv is None else argv)
+    cfg = compose_or_exit(overrides)
+    if show is not None:
+        print(OmegaConf.to_yaml(cfg))
+        return
+    from loop_agents.orchestration.driver import run
+
+    run(cfg, overrides)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Every preset composes and validates; every bad input fails with one line naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loop_agents.config.load import CONF_DIR, compose
+from loop_agents.config.validate import ConfigError
+
+GROUPS = ["llm", "gpu_allocation", "algorithm", "env", "experiment"]
+
+
+def _presets(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("group,preset", [(g, p) for g in GROUPS for p in _presets(g)], ids=lambda v: str(v))
+def test_every_preset_composes_and_validates(group: str, preset: str) -> None:
+    cfg = compose([f"{group}={preset}"])
+    if group != "experiment":
+        assert cfg[group].name == preset
+
+
+def test_root_defaults_all_exist() -> None:
+    cfg = compose([])
+    assert (cfg.llm.name, cfg.gpu_allocation.name, cfg.algorithm.name, cfg.env.name) == (
+        "tiny",
+        "cpu",
+        "loop",
+        "bundled",
+    )
+
+
+def test_loop_preset_matches_the_paper() -> None:
+    a = compose(["algorithm=loop"]).algorithm
+    eps = 0.1
+    assert a.advantage == "loo" and not a.std_normalize and a.kl_coef == 0.0
+    assert 1 - a.clip_low == pytest.approx(1 / (1 + eps)) and a.clip_high == pytest.approx(eps)
+    assert (a.rollouts_per_task, a.tasks_per_iteration, a.epochs, a.abs_adv_threshold) == (6, 40, 2, 0.01)
+    assert (a.lr, a.lr_schedule, a.aggregation, a.ratio_level) == (5e-5, "constant", "loop", "token")
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["algorithm.clip_hihg=0.2"], "unknown key 'algorithm.clip_hihg'"),
+        (["algorithm.lr=fast"], "algorithm.lr='fast' has the wrong type; expected Float"),
+        (["algorithm=ppo2"], "unknown preset 'algorithm/ppo2'; available: dr_grpo, grpo, gspo, loop"),
+        (["experiment=nope"], "unknown preset 'experiment/nope'; available:"),
+        (["algorithm.clip_high=0"], "algorithm.clip_high=0.0 is out of range; it must be > 0.0"),
+        (["algorithm.clip_low=-0.1"], "algorithm.clip_low=-0.1 is out of range; it must be > 0.0"),
+        (["algorithm.rollouts_per_task=1"], "algorithm.rollouts_per_task=1 is out of range; it must be >= 2"),
+        (
+            ["algorithm.advantage=median"],
+            "algorithm.advantage='median' is not allowed; choose one of: loo, grpo",
+        ),
+        (["llm.model_path=???"], "llm.model_path is required but not set"),
+        (
+            ["gpu_allocation=one_learn_one_infer", "gpu_allocation.inference_gpus=[0]"],
+            "GPUs [0] are in both learner_gpus and inference_gpus but mode=disaggregated",
+        ),
+        (
+            ["gpu_allocation=colocated_single_gpu", "gpu_allocation.learner_memory_gb=null"],
+            "mode=colocated needs gpu_allocation.learner_memory_gb",
+        ),
+        (["learner.max_seq_len=999999"], "learner.max_seq_len=999999 exceeds llm.max_model_len"),
+        (["rollout.async_one_step_off=true"], "needs algorithm.recompute_old_logprobs=false"),
+        (["env.turn_schedule.kind=stepwise"], "env.turn_schedule.budgets must list at least one budget"),
+    ],
+)
+def test_bad_config_names_the_key(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        compose(overrides)
+    text = str(info.value)
+    assert message in text
+    assert "\n" not in text, "one line, no traceback wall"
+
+
+def test_cli_prints_one_line_and_exits_2() -> None:
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "loop_agents.train", "algorithm.clip_hihg=0.2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "config error: unknown key 'algorithm.clip_hihg' (not a field of AlgorithmConfig; check the spelling)"
+    ]
+
+
+def test_cfg_job_prints_composed_config() -> None:
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "loop_agents.train", "--cfg", "job", "experiment=demo"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "name: demo" in proc.stdout and "advantage: loo" in proc.stdout
