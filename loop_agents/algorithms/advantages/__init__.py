@@ -1,0 +1,1 @@
+"""Advantage estimators: outcome-level (one scalar per rollout) and token-level (per token)."""

@@ -1,0 +1,57 @@
+"""LOOP's advantage filter with redistribution (ml-loop `_filter_rollouts`; reference-ml-loop §2.4).
+
+Rollouts are sorted by |A| (by A with `pos_adv_only`), those with |A| >= threshold are kept, and
+the kept count is rounded UP to a multiple of `multiple_of` (the world size, or the global
+minibatch size to keep every minibatch full), capped at the largest such multiple <= N, with at
+least `multiple_of` kept. The few below-threshold rollouts that come back carry |A| ~ 0 and, with
+the constant-divisor aggregation, change the gradient by at most their tiny advantage. The kept
+set is then permuted with a seeded generator (same order on every rank).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from loop_agents.rollout.trajectory import Trajectory
+
+
+def filter_by_advantage(
+    trajectories: list[Trajectory],
+    threshold: float = 0.01,
+    multiple_of: int = 1,
+    pos_adv_only: bool = False,
+    seed: int = 0,
+) -> tuple[list[Trajectory], dict[str, float]]:
+    """Keep rollouts with |A| >= threshold, padded to a multiple of `multiple_of`; return (kept, stats)."""
+    if multiple_of < 1:
+        raise ValueError(f"multiple_of must be >= 1, got {multiple_of}")
+    missing = [t.task_id for t in trajectories if t.advantage is None]
+    if missing:
+        raise ValueError(f"filter_by_advantage: no advantage computed for tasks {missing[:5]}")
+    n = len(trajectories)
+    if n < multiple_of:
+        raise ValueError(f"{n} trajectories cannot be split into multiples of {multiple_of}")
+
+    def score(t: Trajectory) -> float:
+        return t.advantage if pos_adv_only else abs(t.advantage)
+
+    # Stable sort, so ties keep their input order and the result is deterministic.
+    order = sorted(range(n), key=lambda i: -score(trajectories[i]))
+    n_above = sum(1 for t in trajectories if score(t) >= threshold)
+    n_keep = math.ceil(n_above / multiple_of) * multiple_of
+    n_keep = max(multiple_of, min(n_keep, (n // multiple_of) * multiple_of))
+    generator = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(n_keep, generator=generator).tolist()
+    kept = [trajectories[order[p]] for p in perm]
+    first_dropped = score(trajectories[order[n_keep]]) if n_keep < n else 0.0
+    stats = {
+        "filter/num_in": float(n),
+        "filter/num_kept": float(n_keep),
+        "filter/num_above_threshold": float(n_above),
+        "filter/num_readded": float(max(0, n_keep - n_above)),
+        "adv_filtered_fraction": 1.0 - n_keep / n,
+        "empirical_adv_filter_threshold": float(first_dropped),
+    }
+    return kept, stats
