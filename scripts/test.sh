@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Run the test suite exactly as CI does: install (idempotent), lint, lock check, pytest.
+#   bash scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh cpu
+if [[ -f scripts/install_appworld.sh ]]; then bash scripts/install_appworld.sh; fi
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+if [[ ! -x .venv-poetry/bin/poetry ]]; then
+  python3.11 -m venv .venv-poetry && .venv-poetry/bin/pip install -q "poetry==2.*"
+fi
+.venv-poetry/bin/poetry check --lock
+export WANDB_MODE=offline RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+exec .venv/bin/python -m pytest "$@"
