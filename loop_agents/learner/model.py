@@ -1,0 +1,111 @@
+"""The trainable policy: HF causal LM + peft LoRA (+ optional value head), returning token log-probs.
+
+`PolicyModel.forward` takes one packed row of several trajectories and the positions whose next
+token is trained, and returns only those tokens' log-probs (chunked, logprobs.py) and values. It
+is the FSDP2 root module, so the tied embedding / lm-head weight is unsharded inside its forward.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from loop_agents.learner.config import LearnerConfig
+from loop_agents.learner.logprobs import chunked_token_logprobs
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ValueHead(nn.Module):
+    """MLP critic on the (detached) last hidden state: H → widths... → 1 (LOOP paper's PPO baseline)."""
+
+    def __init__(self, hidden_size: int, widths: list[int]):
+        super().__init__()
+        layers: list[nn.Module] = []
+        size = hidden_size
+        for width in widths:
+            layers += [nn.Linear(size, width), nn.GELU()]
+            size = width
+        layers.append(nn.Linear(size, 1))
+        self.mlp = nn.Sequential(*layers)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.mlp(hidden).squeeze(-1)
+
+
+class PolicyModel(nn.Module):
+    """LoRA policy (and critic) computing log-probs of selected tokens of a packed row."""
+
+    def __init__(
+        self, peft_model: nn.Module, value_head: ValueHead | None, chunk_size: int, temperature: float
+    ):
+        super().__init__()
+        self.peft_model = peft_model
+        self.value_head = value_head
+        self.chunk_size = chunk_size
+        self.temperature = temperature
+
+    @property
+    def causal_lm(self) -> nn.Module:
+        return self.peft_model.base_model.model
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        gather_index: torch.Tensor,
+        targets: torch.Tensor,
+        with_values: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """input_ids, position_ids: [1, N] (positions restart at 0 per packed trajectory);
+        gather_index, targets: [n]. Returns ([n] log π(targets | prefix), [n] values or None)."""
+        # attention_mask=None + restarting position_ids → transformers builds a block-diagonal causal mask
+        hidden = self.causal_lm.model(
+            input_ids=input_ids, position_ids=position_ids, use_cache=False
+        ).last_hidden_state[0]
+        selected = hidden.index_select(0, gather_index)
+        logprobs = chunked_token_logprobs(
+            selected, self.causal_lm.lm_head.weight, targets, self.chunk_size, self.temperature
+        )
+        values = None
+        if with_values and self.value_head is not None:
+            values = self.value_head(selected.detach().float())  # value gradients stay out of LoRA
+        return logprobs, values
+
+    def decoder_layers(self) -> list[nn.Module]:
+        return list(self.causal_lm.model.layers)
+
+    def named_trainable(self) -> dict[str, nn.Parameter]:
+        return {n: p for n, p in self.named_parameters() if p.requires_grad}
+
+
+def load_policy(cfg: LearnerConfig, device: torch.device) -> PolicyModel:
+    """Load the base model, add a fresh LoRA adapter (B = 0, seeded A) and the optional value head."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=TORCH_DTYPES[cfg.dtype])
+    base.config.use_cache = False
+    torch.manual_seed(cfg.seed)
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    peft_model = get_peft_model(base, lora)
+    for param in peft_model.parameters():
+        if param.requires_grad:
+            param.data = param.data.float()  # LoRA master weights in fp32 whatever the base dtype
+    if cfg.activation_checkpointing:
+        peft_model.base_model.model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False}
+        )
+    value_head = None
+    if cfg.value_head_hidden:
+        torch.manual_seed(cfg.seed + 1)
+        value_head = ValueHead(base.config.hidden_size, list(cfg.value_head_hidden)).float()
+    policy = PolicyModel(peft_model, value_head, cfg.logprob_chunk_size, cfg.temperature)
+    return policy.to(device)

@@ -1,0 +1,514 @@
+"""The algorithm-blind learner: PPO-style epochs over minibatches of trajectories, on LoRA weights.
+
+Choices (compare loop_agents/reference.py, the readable oracle this must agree with):
+- Every rank gets the same global trajectory list and derives the same plan (batching.py): a seeded
+  epoch order (independent of the world size), minibatches of `minibatch_size` trajectories, each
+  minibatch split over ranks by tokens, packed into micro-steps of <= `micro_token_budget` tokens.
+  Ranks with fewer micro-steps run zero-weight dummy steps so FSDP collectives stay in lockstep.
+- The loss of a minibatch is Σ_i w_i Σ_t ℓ_it with w_i from the configured aggregation over the
+  GLOBAL minibatch, so sharding and gradient accumulation do not change it. FSDP averages gradients
+  over ranks, so each rank's loss is scaled by W to make the reduction a sum.
+- Old log-probs are recomputed with the current weights before the epochs (LOOP) or taken from the
+  sampler (async mode). Recompute-vs-sampler differences are reported.
+- Gradient norm: reduced across ranks exactly once, then clipped (ml-loop reduces twice).
+- AdamW over the trainable parameters (LoRA, value head); LR scheduler stepped once per iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from loop_agents.algorithms.aggregation import trajectory_weights
+from loop_agents.algorithms.config import AlgorithmConfig
+from loop_agents.algorithms.losses.gspo import gspo_losses
+from loop_agents.algorithms.losses.kl import k3_kl
+from loop_agents.algorithms.losses.ppo_clip import ppo_clip_losses
+from loop_agents.algorithms.losses.ratio import segment_log_ratio
+from loop_agents.algorithms.losses.sft import sft_losses
+from loop_agents.algorithms.losses.value import value_losses
+from loop_agents.learner import checkpoint as ckpt
+from loop_agents.learner.batching import PackedBatch, balanced_assignment, epoch_order, micro_batches, pack
+from loop_agents.learner.config import LearnerConfig
+from loop_agents.learner.distributed import (
+    DistContext,
+    apply_fsdp2,
+    clip_grad_norm_once,
+    full_tensor,
+    make_context,
+)
+from loop_agents.learner.model import load_policy
+from loop_agents.learner.scheduler import make_scheduler
+from loop_agents.rollout.trajectory import Trajectory
+
+# Accumulated per optimizer step, summed across ranks.
+_SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens")
+
+
+@dataclass
+class _Item:
+    """One trajectory as trained: tokens, mask, and per-trained-token tensors."""
+
+    token_ids: list[int]
+    loss_mask: list[int]
+    advantages: torch.Tensor  # [n] float32
+    sample_logprobs: torch.Tensor  # [n] float32
+    value_targets: torch.Tensor | None  # [n] float32 (gae only)
+
+    @property
+    def num_trainable(self) -> int:
+        return int(self.advantages.numel())
+
+
+class Learner:
+    """LoRA policy trainer; `train_iteration` is called on every rank with the same global list."""
+
+    def __init__(self, cfg: LearnerConfig, algorithm: AlgorithmConfig | None = None):
+        cfg.validate()
+        self.cfg = cfg
+        self.algorithm = algorithm or AlgorithmConfig()
+        self.algorithm.validate()
+        if self.algorithm.advantage_estimator == "gae" and not cfg.value_head_hidden:
+            raise ValueError(
+                "advantage_estimator='gae' needs learner.value_head_hidden (the critic MLP widths)"
+            )
+        self.ctx: DistContext = make_context(cfg.device)
+        if self.ctx.enabled and self.ctx.world_size > 1 and not cfg.use_fsdp:
+            raise ValueError("multi-process training needs learner.use_fsdp=True")
+        self.policy = load_policy(cfg, self.ctx.device)
+        self.fsdp = self.ctx.enabled and cfg.use_fsdp
+        if self.fsdp:
+            apply_fsdp2(self.policy, self.ctx, cfg.dtype)
+        self.params = [p for p in self.policy.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            self.params,
+            lr=cfg.lr,
+            betas=tuple(cfg.adam_betas),
+            eps=cfg.adam_eps,
+            weight_decay=cfg.weight_decay,
+        )
+        self.scheduler = make_scheduler(self.optimizer, cfg)
+        self.iteration = 0
+        self.global_step = 0
+        self.step_history: list[dict[str, float]] = []
+
+    # ------------------------------------------------------------------ data preparation
+    def _prepare(
+        self,
+        trajectories: list[Trajectory],
+        token_advantages: list[torch.Tensor] | None,
+        value_targets: list[torch.Tensor] | None,
+        need_advantages: bool,
+    ) -> tuple[list[_Item], dict[str, float]]:
+        if not trajectories:
+            raise ValueError("train_iteration got no trajectories")
+        for name, per_token in (("token_advantages", token_advantages), ("value_targets", value_targets)):
+            if per_token is not None and len(per_token) != len(trajectories):
+                raise ValueError(f"{name}: {len(per_token)} tensors for {len(trajectories)} trajectories")
+        items: list[_Item] = []
+        truncated = dropped = empty = 0
+        for i, traj in enumerate(trajectories):
+            traj.validate()
+            if traj.loss_mask and traj.loss_mask[0]:
+                raise ValueError(
+                    f"trajectory of task {traj.task_id!r}: token 0 is trainable but has no prefix"
+                )
+            n = len(traj.token_ids)
+            if n > self.cfg.max_seq_len:
+                if self.cfg.overlong_policy == "drop":
+                    dropped += 1
+                    continue
+                truncated += 1
+                n = self.cfg.max_seq_len
+            mask = torch.tensor(traj.loss_mask[:n], dtype=torch.bool)
+            if not bool(mask.any()):
+                empty += 1
+                continue
+            if token_advantages is not None:
+                adv_full = token_advantages[i].float()
+                if adv_full.numel() != len(traj.token_ids):
+                    raise ValueError(
+                        f"task {traj.task_id!r}: {adv_full.numel()} advantages for {len(traj.token_ids)} tokens"
+                    )
+                adv = adv_full[:n][mask]
+            elif need_advantages:
+                if traj.advantage is None:
+                    raise ValueError(
+                        f"trajectory of task {traj.task_id!r} has no advantage (run compute_advantages)"
+                    )
+                adv = torch.full((int(mask.sum()),), float(traj.advantage))
+            else:
+                adv = torch.zeros(int(mask.sum()))
+            targets = value_targets[i].float()[:n][mask] if value_targets is not None else None
+            sample = torch.tensor(traj.sample_logprobs[:n], dtype=torch.float32)[mask]
+            items.append(_Item(list(traj.token_ids[:n]), list(traj.loss_mask[:n]), adv, sample, targets))
+        stats = {
+            "num_truncated": float(truncated),
+            "num_dropped_overlong": float(dropped),
+            "num_without_trainable": float(empty),
+        }
+        return items, stats
+
+    # ------------------------------------------------------------------ forward passes
+    def _pack(self, items: list[_Item], indices: list[int]) -> PackedBatch:
+        return pack(
+            [items[i].token_ids for i in indices], [items[i].loss_mask for i in indices], self.ctx.device
+        )
+
+    def _dummy_batch(self) -> PackedBatch:
+        return pack([[0, 0]], [[0, 1]], self.ctx.device)
+
+    def _run(self, batch: PackedBatch, with_values: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.policy(
+            batch.input_ids, batch.position_ids, batch.gather_index, batch.targets, with_values=with_values
+        )
+
+    def _rank_plan(self, items: list[_Item], indices: list[int]) -> tuple[list[list[int]], int]:
+        """This rank's micro-batches for `indices`, and the number of micro-steps every rank runs."""
+        lengths = {i: len(items[i].token_ids) for i in indices}
+        dense = [lengths.get(i, 0) for i in range(max(indices) + 1)] if indices else []
+        per_rank = balanced_assignment(indices, dense, self.ctx.world_size)
+        plans = [micro_batches(r, dense, self.cfg.micro_token_budget) for r in per_rank]
+        return plans[self.ctx.rank], max(len(p) for p in plans)
+
+    @torch.no_grad()
+    def _forward_all(
+        self, items: list[_Item], with_values: bool = False, base_model: bool = False
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+        """Log-probs (and values) of every item's trained tokens, computed sharded, gathered on all ranks."""
+        sizes = [it.num_trainable for it in items]
+        offsets = [0]
+        for s in sizes:
+            offsets.append(offsets[-1] + s)
+        logprob_buf = torch.zeros(offsets[-1], dtype=torch.float32)
+        value_buf = torch.zeros(offsets[-1], dtype=torch.float32)
+        plan, steps = self._rank_plan(items, list(range(len(items))))
+        self.policy.eval()
+        adapter_off = self.policy.peft_model.disable_adapter() if base_model else nullcontext()
+        with adapter_off:
+            for k in range(steps):
+                if k >= len(plan):
+                    self._run(self._dummy_batch(), with_values)
+                    continue
+                logprobs, values = self._run(self._pack(items, plan[k]), with_values)
+                parts = torch.split(logprobs.float().cpu(), [sizes[i] for i in plan[k]])
+                vparts = (
+                    torch.split(values.float().cpu(), [sizes[i] for i in plan[k]])
+                    if values is not None
+                    else None
+                )
+                for j, i in enumerate(plan[k]):
+                    logprob_buf[offsets[i] : offsets[i + 1]] = parts[j]
+                    if vparts is not None:
+                        value_buf[offsets[i] : offsets[i + 1]] = vparts[j]
+        self.policy.train()
+        self.ctx.all_reduce_sum(logprob_buf)
+        if with_values:
+            self.ctx.all_reduce_sum(value_buf)
+        split = lambda buf: [buf[offsets[i] : offsets[i + 1]].clone() for i in range(len(items))]  # noqa: E731
+        return split(logprob_buf), (split(value_buf) if with_values else None)
+
+    # ------------------------------------------------------------------ one optimizer step
+    def _token_losses(
+        self, batch: PackedBatch, num_items: int, logprobs: torch.Tensor, old: torch.Tensor, adv: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        alg = self.algorithm
+        if alg.loss == "sft":
+            return sft_losses(logprobs), torch.zeros_like(logprobs, dtype=torch.bool)
+        if alg.loss == "gspo":
+            return gspo_losses(
+                logprobs, old, adv, batch.item_of_token, num_items, alg.clip_low, alg.clip_high
+            )
+        log_ratio = logprobs - old
+        if alg.ratio_level == "turn":
+            log_ratio = segment_log_ratio(log_ratio, batch.turn_of_token, batch.num_turns)
+        elif alg.ratio_level == "trajectory":
+            log_ratio = segment_log_ratio(log_ratio, batch.item_of_token, num_items)
+        return ppo_clip_losses(log_ratio, adv, alg.clip_low, alg.clip_high, alg.clip_enabled)
+
+    def _optimizer_step(
+        self,
+        items: list[_Item],
+        minibatch: list[int],
+        old: list[torch.Tensor],
+        ref: list[torch.Tensor] | None,
+        old_values: list[torch.Tensor] | None,
+    ) -> dict[str, float]:
+        alg, dev = self.algorithm, self.ctx.device
+        counts = torch.tensor([items[i].num_trainable for i in minibatch])
+        divisor = alg.loss_divisor or self.cfg.minibatch_size
+        weights = trajectory_weights(
+            counts, alg.aggregation, divisor, alg.dr_grpo_length_constant or self.cfg.max_seq_len
+        )
+        weight_of = dict(zip(minibatch, weights.tolist(), strict=True))
+        with_values = alg.advantage_estimator == "gae"
+        scale = float(self.ctx.world_size) if self.fsdp else 1.0
+        sums = torch.zeros(len(_SUMS), dtype=torch.float64)
+        plan, steps = self._rank_plan(items, minibatch)
+        for k in range(steps):
+            if k >= len(plan):  # keep FSDP collectives in lockstep; contributes nothing
+                logprobs, values = self._run(self._dummy_batch(), with_values)
+                zero = logprobs.sum() * 0.0 + (values.sum() * 0.0 if values is not None else 0.0)
+                zero.backward()
+                continue
+            mb = plan[k]
+            batch = self._pack(items, mb)
+            logprobs, values = self._run(batch, with_values)
+
+            def cat(tensors: list[torch.Tensor], mb: list[int] = mb) -> torch.Tensor:
+                return torch.cat([tensors[i] for i in mb]).to(dev)
+
+            adv = torch.cat([items[i].advantages for i in mb]).to(dev)
+            old_lp = cat(old) if old else torch.zeros_like(logprobs)
+            w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
+            token_loss, clipped = self._token_losses(batch, len(mb), logprobs, old_lp, adv)
+            objective = (w * token_loss).sum()
+            if alg.kl_coef > 0 and ref is not None:
+                kl_ref = k3_kl(cat(ref) - logprobs)
+                objective = objective + alg.kl_coef * (w * kl_ref).sum()
+                sums[5] += float((kl_ref.detach()).sum())
+            if with_values:
+                targets = torch.cat([items[i].value_targets for i in mb]).to(dev)
+                prior = cat(old_values) if old_values is not None else None
+                vloss = value_losses(values, targets, prior, alg.value_clip)
+                value_term = (w * vloss).sum()
+                objective = objective + alg.value_loss_coef * value_term
+                sums[4] += float(value_term.detach())
+            (objective * scale).backward()
+            sums[0] += float((w * token_loss).sum().detach())
+            sums[1] += float(clipped.sum())
+            sums[2] += float(logprobs.numel())
+            if old:
+                sums[3] += float(k3_kl(logprobs.detach() - old_lp).sum())
+            sums[6] += float(batch.num_tokens)
+        grad_norm = clip_grad_norm_once(self.params, self.cfg.max_grad_norm, self.ctx)
+        skipped = not math.isfinite(grad_norm)
+        if not skipped:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.ctx.all_reduce_sum(sums)
+        self.global_step += 1
+        tokens = max(float(sums[2]), 1.0)
+        step = {
+            "loss": float(sums[0]),
+            "grad_norm": grad_norm,
+            "clip_fraction": float(sums[1]) / tokens,
+            "kl_old_k3": float(sums[3]) / tokens,
+            "value_loss": float(sums[4]),
+            "kl_ref_k3": float(sums[5]) / tokens,
+            "trained_tokens": float(sums[2]),
+            "packed_tokens": float(sums[6]),
+            "skipped_nonfinite": float(skipped),
+        }
+        self.step_history.append(step)
+        return step
+
+    # ------------------------------------------------------------------ public API
+    def compute_values(self, trajectories: list[Trajectory]) -> list[torch.Tensor]:
+        """Critic values per token ([T_i], 0 on masked tokens) for compute_advantages(..., values=...)."""
+        if self.policy.value_head is None:
+            raise ValueError("compute_values needs a value head (learner.value_head_hidden)")
+        items, _ = self._prepare(trajectories, None, None, need_advantages=False)
+        if len(items) != len(trajectories):
+            raise ValueError(
+                "compute_values: drop overlong/empty trajectories first (or use overlong_policy=truncate)"
+            )
+        _, values = self._forward_all(items, with_values=True)
+        out = []
+        for traj, item, v in zip(trajectories, items, values, strict=True):
+            full = torch.zeros(len(traj.token_ids))
+            mask = torch.tensor(item.loss_mask, dtype=torch.bool)
+            full[: len(item.loss_mask)][mask] = v
+            out.append(full)
+        return out
+
+    def train_iteration(
+        self,
+        trajectories: list[Trajectory],
+        token_advantages: list[torch.Tensor] | None = None,
+        value_targets: list[torch.Tensor] | None = None,
+    ) -> dict[str, float]:
+        """One iteration: (recompute old log-probs), E epochs of minibatch steps, scheduler step.
+
+        Advantages come from `token_advantages` ([T_i] each, from compute_advantages) or, if None,
+        from the scalar `Trajectory.advantage` broadcast to trainable tokens. `value_targets` ([T_i]
+        returns) are needed for gae. Returns iteration metrics (same values on every rank).
+        """
+        start = time.perf_counter()
+        alg = self.algorithm
+        is_sft = alg.loss == "sft"
+        items, stats = self._prepare(
+            trajectories, token_advantages, value_targets, need_advantages=not is_sft
+        )
+        if alg.advantage_estimator == "gae" and not is_sft and any(it.value_targets is None for it in items):
+            raise ValueError("advantage_estimator='gae' needs value_targets (AdvantageResult.returns)")
+        old: list[torch.Tensor] = []
+        recompute = {}
+        if not is_sft:
+            if self.cfg.recompute_old_logprobs:
+                old, _ = self._forward_all(items)
+                diffs = (
+                    torch.cat([(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True)])
+                    if items
+                    else torch.zeros(1)
+                )
+                recompute = {
+                    "recompute/abs_logprob_diff_mean": float(diffs.mean()),
+                    "recompute/abs_logprob_diff_max": float(diffs.max()),
+                }
+            else:
+                old = [it.sample_logprobs for it in items]
+        ref = self._forward_all(items, base_model=True)[0] if alg.kl_coef > 0 and not is_sft else None
+        old_values = None
+        if alg.value_clip is not None and alg.advantage_estimator == "gae":
+            old_values = self._forward_all(items, with_values=True)[1]
+        self.policy.train()
+        steps: list[dict[str, float]] = []
+        train_start = time.perf_counter()
+        for epoch in range(self.cfg.epochs):
+            order = epoch_order(len(items), self.cfg.seed, self.iteration, epoch)
+            for first in range(0, len(order), self.cfg.minibatch_size):
+                steps.append(
+                    self._optimizer_step(
+                        items, order[first : first + self.cfg.minibatch_size], old, ref, old_values
+                    )
+                )
+        train_seconds = time.perf_counter() - train_start
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.scheduler.step()
+        self.iteration += 1
+        tokens = sum(s["trained_tokens"] for s in steps)
+        metrics = {
+            "iteration": float(self.iteration),
+            "global_step": float(self.global_step),
+            "num_steps": float(len(steps)),
+            "num_trajectories": float(len(items)),
+            "lr": float(lr),
+            "tokens_per_s": sum(s["packed_tokens"] for s in steps) / max(train_seconds, 1e-9),
+            "iteration_seconds": time.perf_counter() - start,
+            **stats,
+            **recompute,
+        }
+        if steps:
+            for key in ("loss", "grad_norm", "value_loss"):
+                metrics[key] = sum(s[key] for s in steps) / len(steps)
+            metrics["grad_norm_max"] = max(s["grad_norm"] for s in steps)
+            metrics["clip_fraction"] = sum(s["clip_fraction"] * s["trained_tokens"] for s in steps) / max(
+                tokens, 1
+            )
+            metrics["kl_old_k3"] = sum(s["kl_old_k3"] * s["trained_tokens"] for s in steps) / max(tokens, 1)
+            metrics["kl_ref_k3"] = sum(s["kl_ref_k3"] * s["trained_tokens"] for s in steps) / max(tokens, 1)
+            metrics["num_skipped_nonfinite"] = sum(s["skipped_nonfinite"] for s in steps)
+        return metrics
+
+    # ------------------------------------------------------------------ checkpoints
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        """Full (gathered) trainable tensors by name, on CPU. Collective under FSDP: call on every rank."""
+        return {n: full_tensor(p.detach()).cpu().clone() for n, p in self.policy.named_trainable().items()}
+
+    def _peft_state(self, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        prefix = "peft_model."
+        return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+
+    def _optimizer_state(self) -> dict[str, Any]:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        options = StateDictOptions(full_state_dict=self.ctx.enabled, cpu_offload=self.ctx.enabled)
+        return get_optimizer_state_dict(self.policy, self.optimizer, options=options)
+
+    def export_adapter(self, directory: str | Path) -> Path:
+        """Write only the PEFT adapter (atomically). Collective under FSDP."""
+        directory = Path(directory)
+        state = self._peft_state(self.trainable_state())
+        temp = ckpt.temp_dir_for(directory)
+        if self.ctx.is_main:
+            import shutil
+
+            shutil.rmtree(temp, ignore_errors=True)
+            ckpt.save_adapter(temp, self.policy.peft_model, state)
+            ckpt.commit(temp, directory)
+        self.ctx.barrier()
+        return directory
+
+    def save_checkpoint(self, directory: str | Path, extra_state: dict[str, Any] | None = None) -> Path:
+        """Atomic checkpoint (see checkpoint.py for the layout). Collective: call on every rank."""
+        import shutil
+
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        temp = ckpt.temp_dir_for(directory)
+        state = self.trainable_state()
+        optimizer_state = self._optimizer_state()
+        if self.ctx.is_main:
+            shutil.rmtree(temp, ignore_errors=True)
+            temp.mkdir(parents=True)
+        self.ctx.barrier()
+        torch.save(ckpt.rng_state(), temp / f"rng_rank{self.ctx.rank}.pt")
+        if self.ctx.is_main:
+            ckpt.save_adapter(temp / "adapter", self.policy.peft_model, self._peft_state(state))
+            save_file({k: v.contiguous() for k, v in state.items()}, temp / "trainable.safetensors")
+            torch.save(optimizer_state, temp / "optimizer.pt")
+            torch.save(self.scheduler.state_dict(), temp / "scheduler.pt")
+            torch.save(extra_state or {}, temp / "extra_state.pt")
+            learner_state = {
+                "iteration": self.iteration,
+                "global_step": self.global_step,
+                "world_size": self.ctx.world_size,
+            }
+            ckpt.write_json(temp / "learner_state.json", {**learner_state, "config": asdict(self.cfg)})
+        self.ctx.barrier()
+        if self.ctx.is_main:
+            ckpt.commit(temp, directory)
+            if ckpt.CHECKPOINT_PATTERN.match(directory.name) and self.cfg.keep_checkpoints > 0:
+                ckpt.prune_checkpoints(directory.parent, self.cfg.keep_checkpoints)
+        self.ctx.barrier()
+        return directory
+
+    def load_checkpoint(self, directory: str | Path) -> dict[str, Any]:
+        """Restore weights, optimizer, scheduler, counters and RNG; return the driver's extra_state."""
+        from safetensors.torch import load_file
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        directory = Path(directory)
+        if not ckpt.is_complete(directory):
+            raise ValueError(f"checkpoint {directory} is incomplete (no '{ckpt.DONE_MARKER}' marker)")
+        state = load_file(directory / "trainable.safetensors")
+        params = self.policy.named_trainable()
+        if set(state) != set(params):
+            raise ValueError(
+                f"checkpoint {directory} trainable tensors do not match the model: {sorted(set(state) ^ set(params))[:4]}"
+            )
+        with torch.no_grad():
+            for name, param in params.items():
+                full = state[name].to(device=self.ctx.device, dtype=param.dtype)
+                if hasattr(param, "device_mesh"):
+                    from torch.distributed.tensor import distribute_tensor
+
+                    shard = distribute_tensor(full, param.device_mesh, param.placements, src_data_rank=None)
+                    param.to_local().copy_(shard.to_local())
+                else:
+                    param.copy_(full)
+        optimizer_state = torch.load(directory / "optimizer.pt", weights_only=False)
+        set_optimizer_state_dict(
+            self.policy,
+            self.optimizer,
+            optimizer_state,
+            options=StateDictOptions(full_state_dict=self.ctx.enabled),
+        )
+        self.scheduler.load_state_dict(torch.load(directory / "scheduler.pt", weights_only=False))
+        learner_state = json.loads((directory / "learner_state.json").read_text())
+        self.iteration, self.global_step = learner_state["iteration"], learner_state["global_step"]
+        rng_file = directory / f"rng_rank{self.ctx.rank}.pt"
+        ckpt.set_rng_state(
+            torch.load(rng_file if rng_file.exists() else directory / "rng_rank0.pt", weights_only=False)
+        )
+        self.ctx.barrier()
+        return torch.load(directory / "extra_state.pt", weights_only=False)
