@@ -37,6 +37,12 @@ class Turn:
     action_text: str = ""
     observation_text: str = ""
     finish_reason: str = "stop"  # vLLM's: "stop" or "length"
+    observation_start: int = -1  # span [observation_start, observation_end) of the observation ids
+    observation_end: int = -1  # that followed, or -1 when the episode ended before they were appended
+    observation_truncated: bool = False  # the observation was cut to the token budget
+    action_error: str | None = None  # the agent found no action; the observation is its feedback
+    generate_s: float = 0.0  # wall time of the generation request(s), retries included
+    env_s: float = 0.0  # wall time of the environment step
 
 
 @dataclass

@@ -56,14 +56,17 @@ def build_turn_by_turn(fmt: ChatFormat, answers: list[str], observations: list[s
 def whole_conversation(fmt: ChatFormat, answers: list[str], observations: list[str]) -> list[dict[str, str]]:
     messages = [dict(m) for m in INITIAL]
     for answer, observation in zip(answers, observations, strict=True):
-        messages += [{"role": "assistant", "content": answer}, {"role": fmt.observation_role, "content": observation}]
+        messages += [
+            {"role": "assistant", "content": answer},
+            {"role": fmt.observation_role, "content": observation},
+        ]
     return messages
 
 
 def template_ids(tokenizer, fmt: ChatFormat, messages: list[dict[str, str]]) -> list[int]:
-    return tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, **fmt.template_kwargs)[
-        "input_ids"
-    ]
+    return tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=True, **fmt.template_kwargs
+    )["input_ids"]
 
 
 def test_qwen2_5_turn_by_turn_equals_whole_template(qwen25):
