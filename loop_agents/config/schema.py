@@ -63,11 +63,9 @@ class AlgorithmConfig:
     std_normalize: bool = False  # divide group advantages by the group std (GRPO)
     loss: str = "ppo"  # policy loss: ppo | gspo | reinforce
     ratio_level: str = "token"  # importance ratio granularity: token | turn | trajectory
-    clip_low: float = (
-        0.0909090909  # ratio lower bound is 1 - clip_low (LOOP: 1/(1+eps) => clip_low = eps/(1+eps))
-    )
-    clip_high: float = 0.1  # ratio upper bound is 1 + clip_high (LOOP: eps = 0.1)
-    aggregation: str = "loop"  # loss aggregation: loop | grpo | dr_grpo
+    clip_low: float = 0.9090909090909091  # lower bound of the clipped ratio (LOOP: 1/(1+eps))
+    clip_high: float = 1.1  # upper bound of the clipped ratio (LOOP: 1+eps, eps=0.1)
+    aggregation: str = "loop"  # loss aggregation: loop | grpo | token_mean | dr_grpo
     kl_coef: float = 0.0  # KL-to-reference coefficient (0 = no reference model)
     entropy_coef: float = 0.0  # entropy bonus coefficient
     gamma: float = 1.0  # discount (gae, reinforce_pp)

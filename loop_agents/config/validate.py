@@ -19,7 +19,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.advantage": ("loo", "grpo", "dr_grpo", "rloo", "reinforce_pp", "gae"),
     "algorithm.loss": ("ppo", "gspo", "reinforce"),
     "algorithm.ratio_level": ("token", "turn", "trajectory"),
-    "algorithm.aggregation": ("loop", "grpo", "dr_grpo"),
+    "algorithm.aggregation": ("loop", "grpo", "token_mean", "dr_grpo"),
     "algorithm.lr_schedule": ("constant", "linear", "cosine"),
     "env.name": ("appworld", "bundled", "babyai", "textcraft", "sciworld", "agentgym_http"),
     "env.reward": ("partial", "success"),
@@ -32,7 +32,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 # key -> (lower bound, inclusive?) ; upper bounds where they exist
 LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "algorithm.clip_low": (0.0, False),
-    "algorithm.clip_high": (0.0, False),
+    "algorithm.clip_high": (1.0, True),
     "algorithm.rollouts_per_task": (2, True),
     "algorithm.tasks_per_iteration": (1, True),
     "algorithm.epochs": (1, True),

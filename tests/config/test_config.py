@@ -39,7 +39,7 @@ def test_loop_preset_matches_the_paper() -> None:
     a = compose(["algorithm=loop"]).algorithm
     eps = 0.1
     assert a.advantage == "loo" and not a.std_normalize and a.kl_coef == 0.0
-    assert 1 - a.clip_low == pytest.approx(1 / (1 + eps)) and a.clip_high == pytest.approx(eps)
+    assert a.clip_low == pytest.approx(1 / (1 + eps)) and a.clip_high == pytest.approx(1 + eps)
     assert (a.rollouts_per_task, a.tasks_per_iteration, a.epochs, a.abs_adv_threshold) == (6, 40, 2, 0.01)
     assert (a.lr, a.lr_schedule, a.aggregation, a.ratio_level) == (5e-5, "constant", "loop", "token")
 
@@ -51,7 +51,7 @@ def test_loop_preset_matches_the_paper() -> None:
         (["algorithm.lr=fast"], "algorithm.lr='fast' has the wrong type; expected Float"),
         (["algorithm=ppo2"], "unknown preset 'algorithm/ppo2'; available: dr_grpo, grpo, gspo, loop"),
         (["experiment=nope"], "unknown preset 'experiment/nope'; available:"),
-        (["algorithm.clip_high=0"], "algorithm.clip_high=0.0 is out of range; it must be > 0.0"),
+        (["algorithm.clip_high=0.9"], "algorithm.clip_high=0.9 is out of range; it must be >= 1.0"),
         (["algorithm.clip_low=-0.1"], "algorithm.clip_low=-0.1 is out of range; it must be > 0.0"),
         (["algorithm.rollouts_per_task=1"], "algorithm.rollouts_per_task=1 is out of range; it must be >= 2"),
         (
