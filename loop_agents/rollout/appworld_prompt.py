@@ -14,16 +14,37 @@ from typing import Any
 
 DEFAULT_APP_DESCRIPTIONS: list[dict[str, str]] = [
     {"name": "api_docs", "description": "An app to search and explore API documentation."},
-    {"name": "supervisor", "description": "An app to access supervisor's personal information, account credentials, addresses, payment cards, and manage the assigned task."},
-    {"name": "amazon", "description": "An online shopping platform to buy products and manage orders, returns, wish lists and reviews."},
-    {"name": "phone", "description": "An app to find and manage contact information for friends, family members, and coworkers, and send and receive text messages and voice messages."},
-    {"name": "file_system", "description": "A file system app to create, read, update and delete files and directories."},
-    {"name": "spotify", "description": "A music streaming app to stream songs and manage song, album and playlist libraries."},
-    {"name": "venmo", "description": "A social payment app to send, receive and request money to and from others."},
+    {
+        "name": "supervisor",
+        "description": "An app to access supervisor's personal information, account credentials, addresses, payment cards, and manage the assigned task.",
+    },
+    {
+        "name": "amazon",
+        "description": "An online shopping platform to buy products and manage orders, returns, wish lists and reviews.",
+    },
+    {
+        "name": "phone",
+        "description": "An app to find and manage contact information for friends, family members, and coworkers, and send and receive text messages and voice messages.",
+    },
+    {
+        "name": "file_system",
+        "description": "A file system app to create, read, update and delete files and directories.",
+    },
+    {
+        "name": "spotify",
+        "description": "A music streaming app to stream songs and manage song, album and playlist libraries.",
+    },
+    {
+        "name": "venmo",
+        "description": "A social payment app to send, receive and request money to and from others.",
+    },
     {"name": "gmail", "description": "An email app to draft, send, receive, and manage emails."},
     {"name": "splitwise", "description": "A bill splitting app to track and split expenses with people."},
     {"name": "simple_note", "description": "A note-taking app to create and manage notes."},
-    {"name": "todoist", "description": "A task management app to manage todo lists and collaborate on them with others."},
+    {
+        "name": "todoist",
+        "description": "A task management app to manage todo lists and collaborate on them with others.",
+    },
 ]
 
 SYSTEM_PROMPT = (
@@ -56,7 +77,10 @@ _SPOTIFY_APIS = [
     {"name": "login", "description": "Login to your account."},
     {"name": "logout", "description": "Logout from your account."},
     {"name": "show_song", "description": "Get details of a specific song."},
-    {"name": "show_playlist_library", "description": "Get a list of playlists in the user's playlist library."},
+    {
+        "name": "show_playlist_library",
+        "description": "Get a list of playlists in the user's playlist library.",
+    },
     {"name": "show_playlist", "description": "Get detailed information about a specific playlist."},
     {"name": "create_playlist", "description": "Create a new playlist."},
 ]
@@ -70,11 +94,20 @@ _LOGIN_DOC = {
         {"name": "username", "type": "string", "required": True, "description": "Your account email."},
         {"name": "password", "type": "string", "required": True, "description": "Your account password."},
     ],
-    "response_schemas": {"success": {"access_token": "string", "token_type": "string"}, "failure": {"message": "string"}},
+    "response_schemas": {
+        "success": {"access_token": "string", "token_type": "string"},
+        "failure": {"message": "string"},
+    },
 }
 _SUPERVISOR_APIS = [
-    {"name": "show_active_task", "description": "Show the currently active task assigned to you by the supervisor."},
-    {"name": "complete_task", "description": "Mark the currently active task as complete with the given answer."},
+    {
+        "name": "show_active_task",
+        "description": "Show the currently active task assigned to you by the supervisor.",
+    },
+    {
+        "name": "complete_task",
+        "description": "Mark the currently active task as complete with the given answer.",
+    },
     {"name": "show_profile", "description": "Show your supervisor's profile information."},
     {"name": "show_addresses", "description": "Show your supervisor's addresses."},
     {"name": "show_payment_cards", "description": "Show your supervisor's payment cards."},
@@ -92,11 +125,33 @@ _LIBRARY_DOC = {
     "method": "GET",
     "description": "Get a list of playlists in the user's playlist library.",
     "parameters": [
-        {"name": "access_token", "type": "string", "required": True, "description": "Access token from login."},
-        {"name": "page_index", "type": "integer", "required": False, "default": 0, "description": "The index of the page to return.", "constraints": ["value >= 0"]},
-        {"name": "page_limit", "type": "integer", "required": False, "default": 5, "description": "The maximum number of results to return per page.", "constraints": ["value >= 1, <= 20"]},
+        {
+            "name": "access_token",
+            "type": "string",
+            "required": True,
+            "description": "Access token from login.",
+        },
+        {
+            "name": "page_index",
+            "type": "integer",
+            "required": False,
+            "default": 0,
+            "description": "The index of the page to return.",
+            "constraints": ["value >= 0"],
+        },
+        {
+            "name": "page_limit",
+            "type": "integer",
+            "required": False,
+            "default": 5,
+            "description": "The maximum number of results to return per page.",
+            "constraints": ["value >= 1, <= 20"],
+        },
     ],
-    "response_schemas": {"success": [{"playlist_id": 1, "title": "string", "is_public": True, "song_ids": [1]}], "failure": {"message": "string"}},
+    "response_schemas": {
+        "success": [{"playlist_id": 1, "title": "string", "is_public": True, "song_ids": [1]}],
+        "failure": {"message": "string"},
+    },
 }
 
 _DEMO_TURNS: list[tuple[str, str]] = [

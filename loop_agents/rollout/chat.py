@@ -87,11 +87,15 @@ class ChatFormat:
             self.render([*base, {"role": observation_role, "content": _PROBE}]), base_text, "observation turn"
         )
         if turn.count(_PROBE) != 1:
-            raise ChatTemplateError(f"the template renders an observation as {turn!r}; expected the content once")
+            raise ChatTemplateError(
+                f"the template renders an observation as {turn!r}; expected the content once"
+            )
         self.observation_prefix, self.observation_suffix = turn.split(_PROBE)
         check = self.render([*base, {"role": observation_role, "content": _PROBE_CHECK}])
         if check != base_text + self.observation_prefix + _PROBE_CHECK + self.observation_suffix:
-            raise ChatTemplateError("the template changes observation content; it cannot be rendered turn by turn")
+            raise ChatTemplateError(
+                "the template changes observation content; it cannot be rendered turn by turn"
+            )
 
         assistant = self.render([*base, {"role": "assistant", "content": "a"}])
         if turn_end_token not in assistant:
@@ -108,7 +112,10 @@ class ChatFormat:
     def render(self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = False) -> str:
         """The template applied to `messages`, as text."""
         return self.tokenizer.apply_chat_template(
-            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt, **self.template_kwargs
+            list(messages),
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            **self.template_kwargs,
         )
 
     def encode(self, text: str) -> list[int]:

@@ -16,7 +16,9 @@ class EpisodeConfig:
     top_k: int = -1  # top-k sampling (-1 = off)
     max_tokens_per_turn: int = 1500  # sampled tokens per assistant turn (ml-loop: 1500 Qwen2.5, 3200 Qwen3)
     max_turns: int = 40  # assistant turns per episode (ml-loop README: 40)
-    max_context_tokens: int = 32768  # whole-episode length; equals the learner's max_seq_len: all tokens train
+    max_context_tokens: int = (
+        32768  # whole-episode length; equals the learner's max_seq_len: all tokens train
+    )
     min_tokens_per_turn: int = 16  # a turn with less room than this ends the episode (context budget)
     observation_max_tokens: int = 3000  # observations are cut to this many tokens (ml-loop: 3000)
     stop_tokens: list[str] = field(default_factory=lambda: ["<|im_end|>", "<|endoftext|>"])  # stop tokens
@@ -47,6 +49,8 @@ class EpisodeConfig:
         if not self.stop_tokens:
             raise ValueError("EpisodeConfig.stop_tokens is empty: turns would only end by max_tokens")
         if self.observation_role not in ("user", "tool"):
-            raise ValueError(f"EpisodeConfig.observation_role must be user or tool, got {self.observation_role!r}")
+            raise ValueError(
+                f"EpisodeConfig.observation_role must be user or tool, got {self.observation_role!r}"
+            )
         if self.inference_retries < 0:
             raise ValueError(f"EpisodeConfig.inference_retries must be >= 0, got {self.inference_retries}")

@@ -77,7 +77,9 @@ def _check_completion(completion: Completion, params: SamplingParams) -> None:
         )
 
 
-async def _generate(generator: TokenGenerator, prompt_ids: list[int], params: SamplingParams, cfg: EpisodeConfig):
+async def _generate(
+    generator: TokenGenerator, prompt_ids: list[int], params: SamplingParams, cfg: EpisodeConfig
+):
     errors: list[str] = []
     for attempt in range(cfg.inference_retries + 1):
         if attempt:
@@ -102,7 +104,9 @@ async def _generate(generator: TokenGenerator, prompt_ids: list[int], params: Sa
 def _request_seed(cfg: EpisodeConfig, task_id: str, sample_index: int, turn: int) -> int | None:
     if cfg.seed is None:
         return None
-    return (cfg.seed * 1_000_003 + zlib.crc32(task_id.encode()) * 7_919 + sample_index * 104_729 + turn) % 2**31
+    return (
+        cfg.seed * 1_000_003 + zlib.crc32(task_id.encode()) * 7_919 + sample_index * 104_729 + turn
+    ) % 2**31
 
 
 class _Episode:
@@ -143,7 +147,9 @@ class _Episode:
         traj.messages = [dict(m) for m in messages]
         self.timing["build_s"] += time.perf_counter() - t0
         if not self.fits_another_turn(len(initial_ids)):
-            traj.metadata["error"] = f"the initial prompt ({len(initial_ids)} tokens) leaves no room for a turn"
+            traj.metadata["error"] = (
+                f"the initial prompt ({len(initial_ids)} tokens) leaves no room for a turn"
+            )
             return FinishReason.CONTEXT_BUDGET
         traj.append_context(initial_ids)
 
@@ -300,4 +306,3 @@ async def _close_quietly(env: Environment, traj: Trajectory) -> None:
         raise
     except Exception as err:  # a failed close must not lose a finished episode
         traj.metadata["close_error"] = f"{type(err).__name__}: {err}"
-

@@ -32,7 +32,9 @@ class TextActionAgent:
             try:
                 re.compile(self.action_regex)
             except re.error as err:
-                raise ValueError(f"TextActionAgent.action_regex {self.action_regex!r} is invalid: {err}") from err
+                raise ValueError(
+                    f"TextActionAgent.action_regex {self.action_regex!r} is invalid: {err}"
+                ) from err
 
     def initial_messages(self, reset: ResetResult) -> list[dict[str, str]]:
         system = reset.info.get(self.system_prompt_key) or self.system_prompt
