@@ -3,7 +3,7 @@
 Per turn (reference-ml-loop.md §3.2-3.5, with the fixes of §8):
     prompt = all ids so far + generation prompt            (sent as ids; nothing is re-rendered)
     sampled ids + logprobs appended as sampled             (loss mask 1, stop token included)
-    close: `<|im_end|>` if the turn was cut, then `\\n`     (loss mask 0)
+    close: `<|im_end|>` unless sampled, then `\\n`          (loss mask 0; never a synthetic trained stop)
     action = agent.parse_action(decoded text)               (no action -> agent feedback, no env call)
     observation = env.step(action), cut to a token budget, rendered in the template's turn format
 Budgets: `max_tokens` of each request is reduced so that the episode never exceeds
@@ -13,7 +13,8 @@ CONTEXT_BUDGET. The last observation (after done, or at a budget) is kept as tex
 appended as ids: nothing after the last sampled token is needed for training.
 Failures: an environment error (EnvironmentFailure, a timeout or any exception from the env) ends the
 episode with ENV_ERROR; generation is retried `inference_retries` times, then INFERENCE_ERROR. The
-caller never sees an exception except asyncio.CancelledError (the env is closed first).
+caller never sees an exception except asyncio.CancelledError (the env is closed first); even a bug
+in this package fails only its episode (ENV_ERROR, logged with its traceback).
 """
 
 from __future__ import annotations
@@ -142,7 +143,10 @@ class _Episode:
         self.timing["reset_s"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        messages = self.agent.initial_messages(self.reset)
+        try:
+            messages = self.agent.initial_messages(self.reset)
+        except (KeyError, TypeError, ValueError) as err:  # the task's facts cannot fill the prompt
+            raise _EpisodeEnd(FinishReason.ENV_ERROR, f"reset info unusable for the prompt: {err}") from err
         initial_ids = chat.initial_ids(messages)
         traj.messages = [dict(m) for m in messages]
         self.timing["build_s"] += time.perf_counter() - t0
@@ -275,6 +279,10 @@ async def run_episode(
             traj.finish_reason = end.reason
             traj.metadata["error"] = end.error
             log.warning("episode %s/%d ended: %s", task_id, sample_index, end.error)
+        except Exception as err:  # a bug must not kill the whole collection: fail this episode loudly
+            log.exception("episode %s/%d crashed", task_id, sample_index)
+            traj.finish_reason = FinishReason.ENV_ERROR
+            traj.metadata["error"] = f"internal error {type(err).__name__}: {err}"
         if evaluate and traj.finish_reason in (
             FinishReason.DONE,
             FinishReason.TURN_BUDGET,

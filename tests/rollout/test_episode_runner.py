@@ -146,6 +146,11 @@ def test_environment_crash_and_timeout_end_the_episode_with_env_error(tokenizer)
     assert traj.finish_reason is FinishReason.ENV_ERROR and "did not answer" in traj.metadata["error"]
     traj = play(PythonReplEnv(), scripted(chat, ["x"]), AppWorldAgent(), chat, task_id="no-such-task")
     assert traj.finish_reason is FinishReason.ENV_ERROR and traj.num_tokens == 0
+    traj = play(GuessNumberEnv(), scripted(chat, ["x"]), AppWorldAgent(), chat, task_id="guess:1")
+    assert (
+        traj.finish_reason is FinishReason.ENV_ERROR
+        and "lacks ['instruction', 'supervisor']" in traj.metadata["error"]
+    )
 
 
 def test_inference_failures_are_retried_then_end_the_episode(tokenizer):
