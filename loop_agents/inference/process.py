@@ -1,0 +1,124 @@
+"""One server subprocess in its own process group: spawn, log to a file, wait for readiness, kill the whole tree."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from loop_agents.inference.errors import InferenceServerError
+
+
+class ServerProcess:
+    """A subprocess started in a new session, so that one signal to its group reaches vLLM's engine workers too."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.cmd = cmd
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(cmd)}\n".encode())
+            log.flush()
+            self._popen = subprocess.Popen(
+                cmd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        """Process id of the API server (also its process-group id)."""
+        return self._popen.pid
+
+    def exit_code(self) -> int | None:
+        """None while running, else the exit status."""
+        return self._popen.poll()
+
+    def log_tail(self, max_chars: int = 3000) -> str:
+        """The end of the server log, for error messages."""
+        try:
+            return self.log_path.read_text(errors="replace")[-max_chars:]
+        except OSError:
+            return ""
+
+    def wait_ready(self, base_url: str, model_root: str, served_name: str, deadline_s: float) -> None:
+        """Poll `GET /v1/models` until the server lists `served_name` for `model_root`; raise if it exits or times out."""
+        deadline = time.monotonic() + deadline_s
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            code = self.exit_code()
+            if code is not None:
+                raise InferenceServerError(
+                    f"vLLM server exited with code {code} during start-up; log {self.log_path}:\n{self.log_tail()}"
+                )
+            try:
+                reply = httpx.get(f"{base_url}/v1/models", timeout=5.0)
+                if reply.status_code == 200:
+                    models = {m["id"]: m.get("root") for m in reply.json()["data"]}
+                    if models.get(served_name) == model_root:
+                        return
+                    last_error = f"unexpected models {models}"
+            except httpx.HTTPError as exc:
+                last_error = repr(exc)
+            time.sleep(0.5)
+        raise InferenceServerError(
+            f"vLLM server not ready after {deadline_s:.0f} s ({last_error}); log {self.log_path}:\n{self.log_tail()}"
+        )
+
+    def kill_tree(self, grace_s: float) -> None:
+        """SIGTERM the process group and every descendant, wait `grace_s`, then SIGKILL what is left (even if stopped)."""
+        procs = _descendants_and_self(self.pid)
+        _signal_group(self.pid, signal.SIGTERM)
+        _signal_group(self.pid, signal.SIGCONT)  # a SIGSTOPped process only acts on SIGTERM once continued
+        for proc in procs:
+            _signal_proc(proc, signal.SIGTERM)
+        _, alive = psutil.wait_procs(procs, timeout=grace_s)
+        _signal_group(self.pid, signal.SIGKILL)
+        for proc in alive:
+            _signal_proc(proc, signal.SIGKILL)
+        psutil.wait_procs(alive, timeout=5.0)
+        try:
+            self._popen.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def kill_process_tree(pid: int, grace_s: float) -> None:
+    """Terminate a process we did not spawn (an adopted server) and its descendants."""
+    procs = _descendants_and_self(pid)
+    for proc in procs:
+        _signal_proc(proc, signal.SIGTERM)
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        _signal_proc(proc, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=5.0)
+
+
+def _descendants_and_self(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_proc(proc: psutil.Process, sig: signal.Signals) -> None:
+    try:
+        proc.send_signal(sig)
+    except psutil.NoSuchProcess:
+        pass
