@@ -311,6 +311,12 @@ class Learner:
         return step
 
     # ------------------------------------------------------------------ public API
+    def stress_test(self, seq_len: int | None = None) -> dict[str, float]:
+        """One forward/backward at max_seq_len (no step) so OOM shows at start-up; see stress.py."""
+        from loop_agents.learner.stress import stress_test
+
+        return stress_test(self, seq_len)
+
     def compute_values(self, trajectories: list[Trajectory]) -> list[torch.Tensor]:
         """Critic values per token ([T_i], 0 on masked tokens) for compute_advantages(..., values=...)."""
         if self.policy.value_head is None:
