@@ -1,0 +1,45 @@
+"""The Ray actor wrapper: start, url, publish_adapter, health, shutdown (its own server, since it runs in Ray)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psutil
+import pytest
+
+from loop_agents.inference.client import VLLMClient
+from loop_agents.inference.protocol import SamplingParams
+from tests.inference.conftest import SERVED_NAME, tiny_inference_config
+
+
+@pytest.mark.slow
+def test_actor_serves_publishes_reports_health_and_shuts_down(tiny_model_dir, lora_adapters, tmp_path):
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("vllm")
+    from loop_agents.inference.actor import make_inference_server_actor
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        actor = make_inference_server_actor(tiny_inference_config(tiny_model_dir, str(tmp_path)))
+        url = ray.get(actor.start.remote(), timeout=400)
+        assert url == ray.get(actor.url.remote()) and url.startswith("http://127.0.0.1:")
+        name = ray.get(actor.publish_adapter.remote(lora_adapters["b"]))
+
+        async def generate():
+            client = VLLMClient([url], SERVED_NAME, adapter=name)
+            out = await client.generate([5, 6, 7], SamplingParams(max_tokens=8))
+            await client.aclose()
+            return out
+
+        assert asyncio.run(generate()).adapter == name
+        health = ray.get(actor.health.remote())
+        assert health["healthy"] and health["adapter"] == name and health["restarts"] == 0
+        print(
+            f"actor server start-up {health['last_startup_s']:.1f} s, publish {health['last_publish_s'] * 1000:.0f} ms"
+        )
+        pid = health["pid"]
+        ray.get(actor.shutdown.remote(), timeout=60)
+        assert not psutil.pid_exists(pid)
+        ray.kill(actor)
+    finally:
+        ray.shutdown()

@@ -1,0 +1,108 @@
+"""Recovery of the shared server (runs last in this folder: it kills the server twice).
+
+kill -9 mid-request: in-flight requests fail fast with InferenceFailure, the watchdog restarts the server on the
+same URL and reloads the published adapter, the next request succeeds. SIGSTOP (hung server): requests time out,
+the watchdog restarts it, nothing deadlocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from loop_agents.inference.client import VLLMClient
+from loop_agents.inference.config import ClientConfig
+from loop_agents.inference.protocol import InferenceFailure, SamplingParams
+from loop_agents.inference.watchdog import HealthWatchdog
+from tests.inference.conftest import SERVED_NAME
+
+NO_RETRY = ClientConfig(request_timeout_s=4.0, max_retries=0)
+
+
+def _wait_for_restart(watchdog: HealthWatchdog, restarts: int, deadline_s: float = 240.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while watchdog.restarts < restarts:
+        assert time.monotonic() < deadline, (
+            f"no restart within {deadline_s} s (last error {watchdog.last_error})"
+        )
+        time.sleep(0.5)
+
+
+async def _fire(client: VLLMClient, n: int) -> list[object]:
+    tasks = [
+        asyncio.create_task(client.generate([5, 6, 7], SamplingParams(max_tokens=900))) for _ in range(n)
+    ]
+    return tasks
+
+
+@pytest.fixture(scope="module")
+def watchdog(vllm_server, lora_adapters):
+    if vllm_server.current_adapter is None:
+        vllm_server.publish_adapter(lora_adapters["a"])
+    dog = HealthWatchdog(vllm_server)
+    dog.start()
+    yield dog
+    dog.stop()
+
+
+@pytest.mark.slow
+def test_kill_9_mid_request_fails_fast_and_the_watchdog_restores_server_and_adapter(vllm_server, watchdog):
+    adapter, url, old_pid = vllm_server.current_adapter, vllm_server.url, vllm_server.pid
+    old_tree = [old_pid, *(p.pid for p in psutil.Process(old_pid).children(recursive=True))]
+
+    async def requests_during_kill():
+        client = VLLMClient([url], SERVED_NAME, config=NO_RETRY, adapter=adapter)
+        tasks = await _fire(client, 6)
+        await asyncio.sleep(0.3)
+        killed_at = time.monotonic()
+        os.kill(old_pid, signal.SIGKILL)
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        await client.aclose()
+        return outcomes, time.monotonic() - killed_at
+
+    outcomes, fail_s = asyncio.run(requests_during_kill())
+    assert all(isinstance(o, InferenceFailure) for o in outcomes), outcomes
+    assert fail_s < 2.0, f"in-flight requests took {fail_s:.1f} s to fail after kill -9"
+    _wait_for_restart(watchdog, 1)
+    print(f"kill -9: requests failed after {fail_s:.2f} s; recovered in {watchdog.last_recovery_s:.1f} s")
+    assert vllm_server.url == url and vllm_server.pid != old_pid
+    assert vllm_server.loaded_adapters() == [adapter]
+    assert not any(
+        psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in old_tree
+    )
+
+    async def after():
+        client = VLLMClient([url], SERVED_NAME, config=NO_RETRY, adapter=adapter)
+        out = await client.generate([5, 6, 7], SamplingParams(max_tokens=8))
+        await client.aclose()
+        return out
+
+    out = asyncio.run(after())
+    assert out.adapter == adapter and len(out.token_ids) == 8
+
+
+@pytest.mark.slow
+def test_sigstop_hung_server_times_out_and_is_restarted(vllm_server, watchdog):
+    adapter, url, pid = vllm_server.current_adapter, vllm_server.url, vllm_server.pid
+    restarts_before = watchdog.restarts
+    os.killpg(pid, signal.SIGSTOP)
+
+    async def hung_request():
+        client = VLLMClient([url], SERVED_NAME, config=NO_RETRY, adapter=adapter)
+        started = time.monotonic()
+        with pytest.raises(InferenceFailure, match="did not answer"):
+            await client.generate([5, 6, 7], SamplingParams(max_tokens=8))
+        await client.aclose()
+        return time.monotonic() - started
+
+    waited = asyncio.run(hung_request())
+    assert waited < NO_RETRY.request_timeout_s + 2
+    _wait_for_restart(watchdog, restarts_before + 1)
+    print(f"SIGSTOP: request failed after {waited:.1f} s; recovered in {watchdog.last_recovery_s:.1f} s")
+    assert vllm_server.pid != pid and not psutil.pid_exists(pid)
+    assert vllm_server.check_health() and vllm_server.loaded_adapters() == [adapter]
