@@ -117,3 +117,18 @@ def test_stress_test_runs_at_max_seq_len(tiny_model_dir):
     report = learner.stress_test()
     assert report["stress/seq_len"] == 512 and report["stress/peak_memory_mb"] > 0
     assert all(p.grad is None for p in learner.params)
+
+
+def test_activation_checkpointing_gives_the_same_step(tiny_model_dir):
+    runs = []
+    for checkpointing in (False, True):
+        learner = Learner(
+            learner_config(tiny_model_dir, epochs=1, activation_checkpointing=checkpointing), loop_algorithm()
+        )
+        batch = make_batch(seed=0)
+        compute_advantages(batch, loop_algorithm())
+        learner.train_iteration(batch)
+        runs.append((learner.step_history, learner.trainable_state()))
+    (steps_a, state_a), (steps_b, state_b) = runs
+    assert [s["loss"] for s in steps_a] == pytest.approx([s["loss"] for s in steps_b], rel=1e-5)
+    assert all(torch.allclose(state_a[k], state_b[k], atol=1e-6) for k in state_a)
