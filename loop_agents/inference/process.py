@@ -52,26 +52,34 @@ class ServerProcess:
     def wait_ready(self, base_url: str, model_root: str, served_name: str, deadline_s: float) -> None:
         """Poll `GET /v1/models` until the server lists `served_name` for `model_root`; raise if it exits or times out."""
         deadline = time.monotonic() + deadline_s
-        last_error = "no answer yet"
-        while time.monotonic() < deadline:
-            code = self.exit_code()
-            if code is not None:
-                raise InferenceServerError(
-                    f"vLLM server exited with code {code} during start-up; log {self.log_path}:\n{self.log_tail()}"
-                )
-            try:
-                reply = httpx.get(f"{base_url}/v1/models", timeout=5.0)
-                if reply.status_code == 200:
-                    models = {m["id"]: m.get("root") for m in reply.json()["data"]}
-                    if models.get(served_name) == model_root:
-                        return
-                    last_error = f"unexpected models {models}"
-            except httpx.HTTPError as exc:
-                last_error = repr(exc)
-            time.sleep(0.5)
+        last_error = self._last_probe_error = "no answer yet"
+        with httpx.Client(trust_env=False) as http:
+            while time.monotonic() < deadline:
+                if self._ready_once(http, base_url, model_root, served_name) is True:
+                    return
+                last_error = self._last_probe_error
+                time.sleep(0.5)
         raise InferenceServerError(
             f"vLLM server not ready after {deadline_s:.0f} s ({last_error}); log {self.log_path}:\n{self.log_tail()}"
         )
+
+    def _ready_once(self, http: httpx.Client, base_url: str, model_root: str, served_name: str) -> bool:
+        """One readiness probe; raises if the process has exited, records why it is not ready yet."""
+        code = self.exit_code()
+        if code is not None:
+            raise InferenceServerError(
+                f"vLLM server exited with code {code} during start-up; log {self.log_path}:\n{self.log_tail()}"
+            )
+        try:
+            reply = http.get(f"{base_url}/v1/models", timeout=5.0)
+            if reply.status_code == 200:
+                models = {m["id"]: m.get("root") for m in reply.json()["data"]}
+                if models.get(served_name) == model_root:
+                    return True
+                self._last_probe_error = f"unexpected models {models}"
+        except httpx.HTTPError as exc:
+            self._last_probe_error = repr(exc)
+        return False
 
     def kill_tree(self, grace_s: float) -> None:
         """SIGTERM the process group and every descendant, wait `grace_s`, then SIGKILL what is left (even if stopped)."""
