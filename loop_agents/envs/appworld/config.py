@@ -1,0 +1,68 @@
+"""Typed settings of the AppWorld environment (server pool, timeouts, reward)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_ROOT = REPO_ROOT / "artifacts" / "appworld"  # where scripts/build_appworld_data.py writes
+DEFAULT_PYTHON = REPO_ROOT / ".venv-appworld" / "bin" / "python"  # made by scripts/install_appworld.sh
+REWARD_MODES = ("partial", "success")
+
+
+@dataclass
+class AppWorldConfig:
+    root: str = ""  # APPWORLD_ROOT (holds data/ and experiments/); "" = $APPWORLD_ROOT or artifacts/appworld
+    python: str = ""  # interpreter of the AppWorld venv; "" = $APPWORLD_PYTHON or .venv-appworld/bin/python
+    pool_size: int = 4  # env servers = episodes that can run at once
+    host: str = "127.0.0.1"  # servers bind loopback only
+    base_port: int = 0  # first port (servers use base_port + i); 0 = ask the OS for free ports
+    start_timeout_s: float = 120.0  # spawn -> answering HTTP
+    warm_up: bool = True  # one initialize/close per new server (the first one costs ~8 s)
+    warm_up_task_id: str = ""  # task used to warm up; "" = first task of the first non-empty split
+    request_timeout_s: float = 30.0  # HTTP timeout of the light calls (task_completed, close, health)
+    initialize_timeout_s: float = 90.0  # HTTP timeout of /initialize (a cold world loads every app DB)
+    execute_timeout_s: int = 20  # AppWorld's own per-cell timeout (SIGALRM in the server)
+    evaluate_timeout_s: float = 60.0  # HTTP timeout of /evaluate
+    max_interactions: int = 50  # code cells per episode; the step that reaches it ends the episode
+    max_api_calls_per_interaction: int = 1000  # AppWorld's per-cell API call cap
+    max_output_bytes: int = 4_000_000  # larger execution replies are dropped and the server recycled
+    raise_on_unsafe_syntax: bool = True  # AppWorld's syntax guard: os/subprocess/open/... -> error output
+    reward: str = "partial"  # partial = passed/num_tests | success = 1 if all tests pass else 0
+    experiment_prefix: str = "loop_agents"  # prefix of generated per-episode experiment names
+    keep_episode_outputs: bool = False  # keep outputs of episodes with generated experiment names
+    acquire_timeout_s: float = 600.0  # waiting for a free server longer than this is an env failure
+
+    def __post_init__(self) -> None:
+        if self.reward not in REWARD_MODES:
+            raise ValueError(f"appworld reward must be one of {REWARD_MODES}, got {self.reward!r}")
+        if self.pool_size < 1:
+            raise ValueError(f"appworld pool_size must be >= 1, got {self.pool_size}")
+        if self.host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError(f"appworld servers must bind loopback, got host {self.host!r}")
+        if self.execute_timeout_s < 1 or self.max_interactions < 1:
+            raise ValueError("appworld execute_timeout_s and max_interactions must be >= 1")
+
+    @property
+    def root_path(self) -> Path:
+        """The APPWORLD_ROOT in use (must contain data/)."""
+        return Path(self.root or os.environ.get("APPWORLD_ROOT") or DEFAULT_ROOT).resolve()
+
+    @property
+    def python_path(self) -> Path:
+        """The AppWorld venv's interpreter."""
+        return Path(self.python or os.environ.get("APPWORLD_PYTHON") or DEFAULT_PYTHON)
+
+    def check_installed(self) -> None:
+        """Clear errors for a missing venv or data root, before any server is started."""
+        if not self.python_path.exists():
+            raise FileNotFoundError(
+                f"AppWorld venv python {self.python_path} not found: run scripts/install_appworld.sh"
+            )
+        if not (self.root_path / "data" / "tasks").is_dir():
+            raise FileNotFoundError(
+                f"no AppWorld data under {self.root_path / 'data'}: run scripts/build_appworld_data.py "
+                "or set APPWORLD_ROOT to the official data"
+            )
