@@ -1,4 +1,4 @@
-"""The Ray actor wrapper: start, url, publish_adapter, health, shutdown (its own server, since it runs in Ray)."""
+"""The Ray actor wrapper: start, url, publish_adapter, health, suspend/resume, shutdown (its own server, in Ray)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.inference.conftest import SERVED_NAME, tiny_inference_config
 
 
 @pytest.mark.slow
-def test_actor_serves_publishes_reports_health_and_shuts_down(tiny_model_dir, lora_adapters, tmp_path):
+def test_actor_serves_publishes_suspends_resumes_and_shuts_down(tiny_model_dir, lora_adapters, tmp_path):
     ray = pytest.importorskip("ray")
     pytest.importorskip("vllm")
     from loop_agents.inference.actor import make_inference_server_actor
@@ -37,6 +37,14 @@ def test_actor_serves_publishes_reports_health_and_shuts_down(tiny_model_dir, lo
         print(
             f"actor server start-up {health['last_startup_s']:.1f} s, publish {health['last_publish_s'] * 1000:.0f} ms"
         )
+        # exclusive time-sharing on one device: stop for the learner, start again with the same adapter
+        pid = health["pid"]
+        ray.get(actor.suspend.remote(), timeout=60)
+        assert not psutil.pid_exists(pid) and ray.get(actor.health.remote())["suspended"]
+        assert ray.get(actor.resume.remote(), timeout=400) == url
+        assert asyncio.run(generate()).adapter == name
+        health = ray.get(actor.health.remote())
+        assert health["healthy"] and health["start_count"] == 2 and health["restarts"] == 0
         pid = health["pid"]
         ray.get(actor.shutdown.remote(), timeout=60)
         assert not psutil.pid_exists(pid)
