@@ -38,6 +38,9 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     parser.add_argument(
+        "--scenarios", default="", help="scenarios per split, e.g. train=8,dev=2 (default: the full set)"
+    )
+    parser.add_argument(
         "--verify", action="store_true", help="run every solution and a no-op with the engine"
     )
     args = parser.parse_args()
@@ -46,7 +49,10 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     from loop_agents.envs.appworld.data_builder.build import build_data_root
 
-    report = build_data_root(args.root.resolve(), seed=args.seed)
+    sizes = None
+    if args.scenarios:
+        sizes = {k: int(v) for k, v in (item.split("=") for item in args.scenarios.split(","))}
+    report = build_data_root(args.root.resolve(), seed=args.seed, split_sizes=sizes)
     print(
         f"[build_appworld_data] {report.num_scenarios} scenarios, {report.num_tasks} tasks "
         f"{report.tasks_per_split} in {report.seconds:.1f} s -> {report.root / 'data'}"

@@ -127,6 +127,10 @@ class AppWorldServerPool:
                 log.error("AppWorld server replacement failed, retrying in 5 s: %s", error)
                 await asyncio.sleep(5)
 
+    async def settle(self) -> None:
+        """Waits until every background replacement has finished (or failed)."""
+        await asyncio.gather(*list(self._replacements), return_exceptions=True)
+
     async def close(self) -> None:
         """Stops every server (close_all, then SIGKILL of its process group)."""
         self._closed = True

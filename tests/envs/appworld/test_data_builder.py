@@ -1,0 +1,83 @@
+"""The offline data builder writes a valid, deterministic AppWorld data root."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from loop_agents.envs.appworld.config import DEFAULT_PYTHON, REPO_ROOT
+from loop_agents.envs.appworld.splits import available_splits, split_task_ids, task_difficulty
+from tests.envs.appworld.conftest import build_root
+
+
+def test_layout_splits_and_tests(appworld_root):
+    data = appworld_root / "data"
+    assert available_splits(appworld_root) == ["dev", "test_challenge", "test_normal", "train"]
+    assert sorted(p.stem for p in (data / "base_dbs").glob("*.db")) == sorted(
+        "admin api_docs supervisor amazon phone file_system spotify venmo gmail splitwise simple_note todoist".split()
+    )
+    assert len(list((data / "api_docs" / "standard").glob("*.json"))) == 11
+    train = split_task_ids(appworld_root, "train")
+    assert len(train) == 24 and all(t.rsplit("_", 1)[1] in "123" for t in train)
+    all_ids = [t for s in available_splits(appworld_root) for t in split_task_ids(appworld_root, s)]
+    assert len(all_ids) == len(set(all_ids)) == 36
+    assert {task_difficulty(appworld_root, t) for t in all_ids} == {1, 2, 3}
+    manifest = json.loads((data / "loop_agents_manifest.json").read_text())
+    apps = set()
+    for scenario in manifest["scenarios"]:
+        apps.update(scenario["template"].split("_")[:1])
+    assert {"note", "todoist", "venmo", "spotify", "notes"} <= apps  # 4 apps + cross-app family
+    for task_id in all_ids:
+        truth = data / "tasks" / task_id / "ground_truth"
+        tests = json.loads((truth / "test_data.json").read_text())
+        assert len(tests) >= 2
+        source = (truth / "evaluation.py").read_text()
+        assert all(f'with test("""{t["requirement"]}"""' in source for t in tests)
+        specs = json.loads((data / "tasks" / task_id / "specs.json").read_text())
+        assert specs["db_version"] == "0.1.0" and set(specs["supervisor"]) == {
+            "first_name", "last_name", "email", "phone_number"
+        }  # fmt: skip
+
+
+def test_deterministic_for_a_seed(appworld_root, tmp_path):
+    """A second build (fewer scenarios) writes byte-identical files for the shared tasks."""
+    other = tmp_path / "again"
+    build_root(other, seed=0, sizes="train=2")
+    shared = split_task_ids(other, "train")
+    assert shared == split_task_ids(appworld_root, "train")[:6]
+    for task_id in shared:
+        for path in sorted((other / "data" / "tasks" / task_id).rglob("*")):
+            if path.is_file():
+                twin = (
+                    appworld_root
+                    / "data"
+                    / "tasks"
+                    / task_id
+                    / path.relative_to(other / "data" / "tasks" / task_id)
+                )
+                assert path.read_bytes() == twin.read_bytes(), path
+    assert (other / "data/base_dbs/todoist.db").read_bytes() == (
+        appworld_root / "data/base_dbs/todoist.db"
+    ).read_bytes()
+
+
+def test_every_solution_passes_and_noop_fails_in_the_engine(appworld_root):
+    """Runs each challenge/dev/test task's ground-truth solution and a no-op in the real engine."""
+    code = (
+        "import sys, json; from pathlib import Path\n"
+        "from loop_agents.envs.appworld.data_builder.verify import check_tasks\n"
+        "root = Path(sys.argv[1]); ids = json.loads(sys.argv[2])\n"
+        "print(json.dumps([[c.task_id, c.ok, c.solution_passes, c.solution_tests, c.noop_passes] "
+        "for c in check_tasks(root, ids)]))\n"
+    )
+    ids = [t for s in ("dev", "test_normal", "test_challenge") for t in split_task_ids(appworld_root, s)]
+    ids += split_task_ids(appworld_root, "train")[::3]  # one variant of every train scenario
+    done = subprocess.run(
+        [str(DEFAULT_PYTHON), "-c", code, str(appworld_root), json.dumps(ids)],
+        capture_output=True, text=True, timeout=600,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    bad = [r for r in results if not r[1]]
+    assert not bad, bad
