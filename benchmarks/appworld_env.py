@@ -1,0 +1,47 @@
+"""AppWorld env overhead: pool start-up for N servers and per-step server round trips (no model).
+
+.venv/bin/python benchmarks/appworld_env.py [--servers 8] [--root artifacts/appworld]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from loop_agents.envs.appworld.config import AppWorldConfig
+from loop_agents.envs.appworld.task_source import AppWorldTaskSource
+
+
+async def main(servers: int, root: str) -> None:
+    source = AppWorldTaskSource(AppWorldConfig(root=root, pool_size=servers))
+    print(f"pool start ({servers} servers): {await source.start():.1f} s")
+    task_id = source.task_ids("train")[0]
+    resets, steps, evals, closes = [], [], [], []
+    for _ in range(5):
+        env = await source.make_env()
+        t = time.monotonic()
+        await env.reset(task_id)
+        resets.append(time.monotonic() - t)
+        for cell in ["print(apis.supervisor.show_profile())", "x = 1", "print(x + 1)"]:
+            t = time.monotonic()
+            await env.step(cell)
+            steps.append(time.monotonic() - t)
+        t = time.monotonic()
+        await env.evaluate()
+        evals.append(time.monotonic() - t)
+        t = time.monotonic()
+        await env.close()
+        closes.append(time.monotonic() - t)
+    for name, xs in [("reset", resets), ("step", steps), ("evaluate", evals), ("close", closes)]:
+        print(f"{name}: median {1000 * statistics.median(xs):.0f} ms, max {1000 * max(xs):.0f} ms")
+    await source.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--servers", type=int, default=8)
+    parser.add_argument("--root", default="")
+    args = parser.parse_args()
+    asyncio.run(main(args.servers, args.root))
