@@ -1,0 +1,127 @@
+"""Behaviour metrics of the LOOP paper (arXiv 2502.01600, §5.3 and App. A.1) from saved Trajectories.
+
+Counted on the code the model wrote: every complete ```python / ```py cell of each assistant turn,
+after any Qwen3 thinking (a turn whose thinking never closed has no code):
+- multi-code-cell turns: turns with 2 or more cells (LOOP: ~6x fewer after training);
+- API-doc lookups: calls `apis.api_docs.<fn>(...)`, and `show_api_doc` calls alone (~1.6x more);
+- "assum" and "dummy": case-insensitive occurrences in the code, e.g. `# assuming ...`, `dummy_id`
+  (~30x and ~6x fewer);
+- giving up: a `complete_task(... status="fail" ...)` call; separately, completing with no answer
+  (`complete_task()` or `answer=None`), which is a give-up only for tasks that ask for an answer;
+- average turns, tokens (all and generated), and the fraction of each finish reason.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loop_agents.rollout.agent import answer_text
+from loop_agents.rollout.trajectory import Trajectory
+
+_CODE_CELL = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
+_API_DOCS_CALL = re.compile(r"\bapis\s*\.\s*api_docs\s*\.\s*(\w+)\s*\(")
+_COMPLETE_TASK = re.compile(r"\bcomplete_task\s*\(")
+_FAIL_STATUS = re.compile(r"""\bstatus\s*=\s*(['"])fail(ed|ure)?\1""")
+_NO_ANSWER = re.compile(r"^\s*(answer\s*=\s*)?None\s*(,|$)")
+
+
+@dataclass(frozen=True)
+class TrajectoryBehaviour:
+    """Behaviour counts of one trajectory."""
+
+    num_turns: int
+    code_cells: int
+    multi_code_cell_turns: int
+    api_doc_lookups: int  # any apis.api_docs.<fn>( call
+    show_api_doc_calls: int  # apis.api_docs.show_api_doc( calls
+    assum_mentions: int
+    dummy_mentions: int
+    gave_up: bool  # called complete_task with status="fail"
+    completed_without_answer: bool  # called complete_task() or complete_task(answer=None)
+    tokens: int
+    generated_tokens: int
+    finish_reason: str
+
+
+def code_cells(message: str) -> list[str]:
+    """Every complete ```python / ```py cell of an assistant message, after its thinking."""
+    answer = answer_text(message)
+    return [] if answer is None else _CODE_CELL.findall(answer)
+
+
+def assistant_texts(traj: Trajectory) -> list[str]:
+    """The model's text of each turn (from `turns`, or the assistant messages for turn-less records)."""
+    if traj.turns:
+        return [turn.action_text for turn in traj.turns]
+    return [m.get("content", "") for m in traj.messages if m.get("role") == "assistant"]
+
+
+def trajectory_behaviour(traj: Trajectory) -> TrajectoryBehaviour:
+    """Counts the paper's behaviours in one trajectory."""
+    cells_per_turn = [code_cells(text) for text in assistant_texts(traj)]
+    code = "\n".join(cell for cells in cells_per_turn for cell in cells)
+    lookups = _API_DOCS_CALL.findall(code)
+    completions = _call_arguments(code, _COMPLETE_TASK)
+    return TrajectoryBehaviour(
+        num_turns=len(cells_per_turn),
+        code_cells=sum(len(cells) for cells in cells_per_turn),
+        multi_code_cell_turns=sum(len(cells) >= 2 for cells in cells_per_turn),
+        api_doc_lookups=len(lookups),
+        show_api_doc_calls=sum(name == "show_api_doc" for name in lookups),
+        assum_mentions=code.lower().count("assum"),
+        dummy_mentions=code.lower().count("dummy"),
+        gave_up=any(_FAIL_STATUS.search(args) for args in completions),
+        completed_without_answer=any(_NO_ANSWER.match(args) or not args.strip() for args in completions),
+        tokens=traj.num_tokens,
+        generated_tokens=traj.num_generated_tokens,
+        finish_reason=traj.finish_reason.value,
+    )
+
+
+def behaviour_metrics(trajectories: Sequence[Trajectory], prefix: str = "behaviour") -> dict[str, float]:
+    """Aggregates over a set of episodes (e.g. one checkpoint's evaluation on one split).
+
+    Rates are per turn (`multi_code_cell_turn_rate`) or per trajectory (`give_up_rate`, ...);
+    `*_per_traj` are means of per-trajectory counts.
+    """
+    if not trajectories:
+        raise ValueError("behaviour_metrics needs at least one trajectory")
+    rows = [trajectory_behaviour(t) for t in trajectories]
+    n = len(rows)
+    total_turns = sum(r.num_turns for r in rows)
+    metrics = {
+        "num_trajectories": float(n),
+        "turns_mean": statistics.fmean(r.num_turns for r in rows),
+        "tokens_mean": statistics.fmean(r.tokens for r in rows),
+        "generated_tokens_mean": statistics.fmean(r.generated_tokens for r in rows),
+        "multi_code_cell_turn_rate": sum(r.multi_code_cell_turns for r in rows) / total_turns
+        if total_turns
+        else 0.0,
+        "multi_code_cell_turns_per_traj": statistics.fmean(r.multi_code_cell_turns for r in rows),
+        "api_doc_lookups_per_traj": statistics.fmean(r.api_doc_lookups for r in rows),
+        "show_api_doc_per_traj": statistics.fmean(r.show_api_doc_calls for r in rows),
+        "assum_per_traj": statistics.fmean(r.assum_mentions for r in rows),
+        "dummy_per_traj": statistics.fmean(r.dummy_mentions for r in rows),
+        "give_up_rate": sum(r.gave_up for r in rows) / n,
+        "no_answer_completion_rate": sum(r.completed_without_answer for r in rows) / n,
+    }
+    for reason, count in sorted(Counter(r.finish_reason for r in rows).items()):
+        metrics[f"finish_reason/{reason}"] = count / n
+    return {f"{prefix}/{key}": value for key, value in metrics.items()}
+
+
+def _call_arguments(code: str, call: re.Pattern[str]) -> list[str]:
+    """The argument text of each call matched by `call` (which ends at the open paren), parens balanced."""
+    found = []
+    for match in call.finditer(code):
+        depth, start = 1, match.end()
+        for i in range(start, len(code)):
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            if depth == 0:
+                found.append(code[start:i])
+                break
+    return found
