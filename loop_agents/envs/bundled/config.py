@@ -1,0 +1,21 @@
+"""Settings of the bundled gem hunt environment (`env.options` when `env.name=bundled`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class BundledEnvConfig:
+    spare_moves: int = 1  # moves allowed beyond the optimal episode length (0 = no mistake tolerated)
+    demo_noise: float = 0.3  # warm-start demonstrations: probability that an action is a random wrong one
+    demo_count: int = 2000  # warm-start demonstrations generated from the train split
+    demo_seed: int = 0  # seed of the demonstrations' task choice and noise
+
+    def __post_init__(self) -> None:
+        if self.spare_moves < 0:
+            raise ValueError(f"env.options.spare_moves must be >= 0, got {self.spare_moves}")
+        if not 0.0 <= self.demo_noise <= 1.0:
+            raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")
+        if self.demo_count < 1:
+            raise ValueError(f"env.options.demo_count must be >= 1, got {self.demo_count}")
