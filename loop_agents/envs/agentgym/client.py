@@ -1,0 +1,147 @@
+"""EnvClient: the AgentGym env-server protocol behind the project's async Environment protocol.
+
+Any AgentGym-style server plugs in by URL (ours, or AgentGym's own BabyAI/TextCraft/SciWorld servers).
+Item ids are AgentGym's `<env>_<index>` (e.g. `babyai_123`); the index is sent as `data_idx`.
+Every request has a timeout. create/reset are retried on connection errors (they are idempotent for
+the episode: a failed reset is simply redone); step is never retried (an action must not be applied
+twice). Any failure after which the server-side instance cannot be trusted (timeout, connection lost,
+malformed reply) drops it: the next `reset` creates a fresh instance, so a restarted server is picked
+up without rebuilding the client. Server-reported errors (unknown id, bad item) raise
+`AgentGymRequestError` carrying the server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
+
+
+class AgentGymRequestError(EnvironmentFailure):
+    """The server answered with an error (bad item id, unknown env id, finished episode)."""
+
+
+def parse_item_id(item_id: str, env_name: str) -> int:
+    """`<env>_<index>` -> index; the env name must match the server's game."""
+    prefix, _, number = item_id.rpartition("_")
+    if not number.isdigit() or not prefix:
+        raise ValueError(f"malformed item id {item_id!r}: expected '<env>_<index>', e.g. '{env_name}_0'")
+    if prefix != env_name:
+        raise ValueError(f"item id {item_id!r} is for env {prefix!r}, but this client serves {env_name!r}")
+    return int(number)
+
+
+class AgentGymEnvClient:
+    """One episode at a time on one AgentGym env server (an `Environment`)."""
+
+    def __init__(self, url: str, env_name: str, request_timeout_s: float = 60.0, retries: int = 2,
+                 retry_backoff_s: float = 0.5, system_prompt: str | None = None,
+                 reward_scale: float = 1.0) -> None:  # fmt: skip
+        self.url = url.rstrip("/")
+        self.env_name = env_name
+        self.retries = retries
+        self.retry_backoff_s = retry_backoff_s
+        self.system_prompt = system_prompt
+        self.reward_scale = reward_scale  # divides `reward` for servers that send no normalised `score`
+        self.http = httpx.AsyncClient(base_url=self.url, timeout=request_timeout_s)
+        self.env_id: int | None = None
+        self.last: dict[str, Any] | None = None
+        self.item_id: str | None = None
+
+    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                       params: dict[str, Any] | None = None, retry: bool = False) -> Any:  # fmt: skip
+        attempts = self.retries + 1 if retry else 1
+        for attempt in range(attempts):
+            try:
+                response = await self.http.request(method, path, json=body, params=params)
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as err:
+                if attempt + 1 < attempts:
+                    await asyncio.sleep(self.retry_backoff_s * 2**attempt)
+                    continue
+                self.env_id = None
+                raise EnvironmentFailure(
+                    f"{self.env_name} env server {self.url} not reachable ({path}): {err!r}"
+                ) from err
+            except httpx.TimeoutException as err:
+                self.env_id = None
+                raise EnvironmentFailure(f"{self.env_name} env server {self.url}: {path} timed out") from err
+            try:
+                data = response.json()
+            except ValueError as err:
+                self.env_id = None
+                raise EnvironmentFailure(
+                    f"{self.env_name} env server {self.url}: {path} returned non-JSON (HTTP {response.status_code}): "
+                    f"{response.text[:200]!r}"
+                ) from err
+            if isinstance(data, dict) and "error" in data:  # AgentGym servers report errors with HTTP 200 too
+                raise AgentGymRequestError(f"{self.env_name} env server: {path}: {data['error']}")
+            if response.status_code != 200:
+                raise AgentGymRequestError(
+                    f"{self.env_name} env server: {path}: HTTP {response.status_code}: {data!r}"
+                )
+            return data
+        raise AssertionError("unreachable")
+
+    async def _system_prompt(self) -> str | None:
+        if self.system_prompt is None:
+            try:
+                self.system_prompt = (await self._request("GET", "/info", retry=True)).get("system_prompt")
+            except AgentGymRequestError:  # AgentGym's own servers have no /info
+                self.system_prompt = ""
+        return self.system_prompt or None
+
+    async def reset(self, task_id: str) -> ResetResult:
+        data_idx = parse_item_id(task_id, self.env_name)
+        if self.env_id is None:
+            self.env_id = int((await self._request("POST", "/create", retry=True))["id"])
+        self.last = _checked(await self._request("POST", "/reset", {"id": self.env_id, "data_idx": data_idx},
+                                                 retry=True), "/reset")  # fmt: skip
+        self.item_id = task_id
+        info: dict[str, Any] = {"item_id": task_id, "data_idx": data_idx, "env_id": self.env_id}
+        if prompt := await self._system_prompt():
+            info["system_prompt"] = prompt
+        return ResetResult(self.last["observation"], info)
+
+    async def step(self, action: str) -> StepResult:
+        if self.env_id is None or self.last is None:
+            raise RuntimeError(f"{self.env_name} client: call reset(item_id) before step")
+        self.last = _checked(
+            await self._request("POST", "/step", {"id": self.env_id, "action": action}), "/step"
+        )
+        return StepResult(self.last["observation"], bool(self.last["done"]), float(self.last["reward"]),
+                          {"score": self.last.get("score")})  # fmt: skip
+
+    async def available_actions(self) -> list[str]:
+        if self.env_id is None:
+            raise RuntimeError(f"{self.env_name} client: call reset(item_id) first")
+        return list(await self._request("GET", "/available_actions", params={"id": self.env_id}))
+
+    async def evaluate(self) -> Evaluation:
+        """Partial credit = the server's normalised `score` in [0, 1] (AgentGym servers without one:
+        the last reward / reward_scale, clipped to [0, 1]); success = the server's `success` flag (else reward >= 1)."""
+        if self.last is None:
+            raise RuntimeError(f"{self.env_name} client: nothing to evaluate before reset")
+        reward = float(self.last.get("reward", 0.0))
+        score = self.last.get("score")
+        partial = min(max(float(score) if score is not None else reward / self.reward_scale, 0.0), 1.0)
+        success = bool(self.last.get("success", partial >= 1.0))
+        return Evaluation(partial, success, {"env_reward": reward, "item_id": self.item_id})
+
+    async def close(self) -> None:
+        if self.env_id is not None:
+            try:
+                await self._request("POST", "/close", {"id": self.env_id})
+            except EnvironmentFailure:
+                pass  # the server is gone or already forgot the instance: nothing left to free
+            self.env_id = None
+        await self.http.aclose()
+
+
+def _checked(data: Any, path: str) -> dict[str, Any]:
+    if not isinstance(data, dict) or "observation" not in data or "done" not in data:
+        raise EnvironmentFailure(f"malformed {path} reply (needs observation and done): {str(data)[:200]!r}")
+    data.setdefault("reward", 0.0)
+    return data
