@@ -1,6 +1,6 @@
 """Warm-start a (tiny) model on gem hunt demonstrations by full-weight SFT; write a Hugging Face model dir.
 
-    python scripts/sft_warm_start.py --out runs/warm_tiny [--base DIR] [--demos 2000 --noise 0.3 --epochs 3]
+    python scripts/sft_warm_start.py --out runs/warm_tiny [--base DIR] [--demos 2000 --noise 0.3 --epochs 10]
         [--eval-tasks 200]
 
 Choices and simplifications:
@@ -27,7 +27,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
-from loop_agents.envs.bundled.game import GemHuntGame
+from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
 from loop_agents.rollout.chat import ChatFormat
 
@@ -107,8 +107,6 @@ def play(
 ) -> GemHuntGame:
     """One episode with HF sampling, token ids built turn by turn as in the rollouts."""
     game = GemHuntGame(generate_task(parse_task_id(task_id)), spare_moves=spare_moves)
-    from loop_agents.envs.bundled.game import SYSTEM_PROMPT
-
     ids = chat.initial_ids(
         [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": game.first_observation()}]
     )
@@ -163,7 +161,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2, help="tiny model depth when building it")
     parser.add_argument("--demos", type=int, default=2000, help="demonstrations (distinct train tasks)")
     parser.add_argument("--noise", type=float, default=0.3, help="probability of a random wrong demo action")
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
