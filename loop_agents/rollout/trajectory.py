@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 
-class FinishReason(str, Enum):
+class FinishReason(StrEnum):
     """Why an episode ended."""
 
     DONE = "done"  # the environment said the task is finished
