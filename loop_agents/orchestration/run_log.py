@@ -1,0 +1,130 @@
+"""Run-directory logging: metrics JSONL, rollouts JSONL, wandb (offline by default), PNG curves.
+
+Layout of `<run_dir>` (read by the viewer and the eval scripts):
+    config.yaml                      composed config of the first launch
+    metrics.jsonl                    one JSON object per iteration (and per evaluation)
+    rollouts/iter_000001.jsonl       every trajectory of an iteration (Trajectory.to_dict per line)
+    eval/<split>_iter_000005.jsonl   evaluation episodes
+    checkpoints/iter_000001/         learner checkpoints (adapter/, optimizer, RNG, driver_state.json, done)
+    plots/*.png                      curves over iterations
+The wandb API key is never read, printed or written here; wandb reads it from its own login.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from loop_agents.rollout.trajectory import Trajectory, save_trajectories
+
+PLOTTED = {
+    "reward": ("rollout/reward_mean", "eval/reward_mean"),
+    "success": ("rollout/success_rate", "eval/success_rate"),
+    "loss": ("learn/loss",),
+    "clip_fraction": ("learn/clip_fraction",),
+    "kl": ("learn/kl_old_k3",),
+}
+
+
+class RunLog:
+    """Appends metrics and rollouts for one run; mirrors metrics to wandb when enabled."""
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        wandb_mode: str = "disabled",
+        project: str = "loop_agents",
+        entity: str | None = None,
+        config: dict | None = None,
+        run_id: str | None = None,
+    ):
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_path = self.dir / "metrics.jsonl"
+        self._wandb = None
+        if wandb_mode != "disabled":
+            import wandb
+
+            self._wandb = wandb.init(
+                project=project,
+                entity=entity,
+                mode=wandb_mode,
+                dir=str(self.dir),
+                config=config,
+                id=run_id,
+                resume="allow",
+                name=self.dir.name,
+            )
+
+    @property
+    def wandb_run_id(self) -> str | None:
+        return self._wandb.id if self._wandb is not None else None
+
+    def log(self, metrics: dict[str, Any], iteration: int) -> None:
+        row = {"iteration": iteration, **{k: _jsonable(v) for k, v in metrics.items()}}
+        with self.metrics_path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self._wandb is not None:
+            self._wandb.log({k: v for k, v in row.items() if isinstance(v, int | float)}, step=iteration)
+
+    def truncate_after(self, iteration: int) -> None:
+        """Drop metric rows newer than `iteration` (a resumed run rewrites them)."""
+        if not self.metrics_path.exists():
+            return
+        rows = [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
+        kept = [r for r in rows if r["iteration"] <= iteration]
+        self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+    def save_rollouts(self, trajectories: list[Trajectory], iteration: int, name: str = "rollouts") -> Path:
+        path = self.dir / name / f"iter_{iteration:06d}.jsonl"
+        save_trajectories(path, trajectories)
+        return path
+
+    def rows(self) -> list[dict[str, Any]]:
+        if not self.metrics_path.exists():
+            return []
+        return [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
+
+    def plot(self) -> list[Path]:
+        """Write one PNG per curve family into plots/; returns the paths written."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = self.rows()
+        written = []
+        (self.dir / "plots").mkdir(exist_ok=True)
+        for name, keys in PLOTTED.items():
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            drawn = False
+            for key in keys:
+                pts = [(r["iteration"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", markersize=3, label=key)
+                    drawn = True
+            if drawn:
+                ax.set_xlabel("iteration")
+                ax.set_title(name)
+                ax.legend()
+                ax.grid(alpha=0.3)
+                path = self.dir / "plots" / f"{name}.png"
+                fig.tight_layout()
+                fig.savefig(path, dpi=100)
+                written.append(path)
+            plt.close(fig)
+        return written
+
+    def finish(self) -> None:
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,79 @@
+"""Straggler cut and retries of the collector, on an episode function with controlled durations."""
+
+from __future__ import annotations
+
+import asyncio
+
+from loop_agents.orchestration.collector import collect_groups, min_per_task
+from loop_agents.rollout.trajectory import FinishReason, Trajectory
+
+
+def _episode(durations: dict[tuple[str, int], float], failures: dict[tuple[str, int], int]):
+    attempts: dict[tuple[str, int], int] = {}
+
+    async def run(task_id: str, group_id: str, sample_index: int) -> Trajectory:
+        key = (task_id, sample_index)
+        attempts[key] = attempts.get(key, 0) + 1
+        await asyncio.sleep(durations.get(key, 0.01))
+        traj = Trajectory(task_id=task_id, group_id=group_id, sample_index=sample_index)
+        traj.append_generation(
+            [1] * int(100 * durations.get(key, 0.01)), [0.0] * int(100 * durations.get(key, 0.01))
+        )
+        if attempts[key] <= failures.get(key, 0):
+            traj.finish_reason = FinishReason.ENV_ERROR
+        return traj
+
+    return run
+
+
+def test_min_per_task_uses_python_rounding_like_the_reference() -> None:
+    assert min_per_task(6, 0.75) == 4  # banker's rounding of 4.5
+    assert min_per_task(2, 0.1) == 1
+
+
+def test_collects_everything_in_group_order_without_a_cut() -> None:
+    trajs, stats = asyncio.run(collect_groups(["a", "b"], 3, _episode({}, {}), concurrency=4))
+    assert [(t.task_id, t.sample_index) for t in trajs] == [(t, s) for t in "ab" for s in range(3)]
+    assert stats.finished == 6 and stats.cancelled == 0
+
+
+def test_failed_episodes_are_retried_then_dropped_and_counted() -> None:
+    failures = {("a", 0): 1, ("a", 1): 5}
+    trajs, stats = asyncio.run(collect_groups(["a"], 3, _episode({}, failures), concurrency=2, retries=2))
+    assert sorted(t.sample_index for t in trajs) == [0, 2]
+    assert stats.retried == 3 and stats.failed == 1
+
+
+def test_drop_inflight_cut_discards_the_long_episode() -> None:
+    durations = {("a", 2): 2.0}
+    trajs, stats = asyncio.run(
+        collect_groups(
+            ["a"],
+            3,
+            _episode(durations, {}),
+            concurrency=3,
+            rollouts_fraction=0.6,
+            rollouts_per_task_fraction=0.5,
+            cut_policy="drop_inflight",
+        )
+    )
+    assert sorted(t.sample_index for t in trajs) == [0, 1]
+    assert stats.cancelled == 1
+
+
+def test_finish_started_cut_keeps_the_long_episode_but_starts_no_new_one() -> None:
+    durations = {("a", 0): 0.5}
+    trajs, stats = asyncio.run(
+        collect_groups(
+            ["a"],
+            4,
+            _episode(durations, {}),
+            concurrency=2,
+            rollouts_fraction=0.5,
+            rollouts_per_task_fraction=0.5,
+            cut_policy="finish_started",
+        )
+    )
+    kept = sorted(t.sample_index for t in trajs)
+    assert 0 in kept, "the long episode that had started is kept"
+    assert stats.cancelled >= 1 and stats.started + stats.cancelled == 4
