@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
 from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
+from loop_agents.orchestration.full_sft import sft_full_weights
 from loop_agents.rollout.chat import ChatFormat
 
 
@@ -52,47 +52,6 @@ def demonstration_ids(chat: ChatFormat, messages: list[dict[str, str]]) -> tuple
             ids += observation
             mask += [0] * len(observation)
     return ids, mask
-
-
-def sft(
-    model,
-    examples: list[tuple[list[int], list[int]]],
-    epochs: int,
-    lr: float,
-    batch_size: int,
-    seed: int,
-    pad_id: int,
-) -> list[float]:
-    """Full-weight SFT; returns the mean loss of each epoch."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    rng = random.Random(seed)
-    model.train()
-    losses = []
-    for _ in range(epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        total, steps = 0.0, 0
-        for start in range(0, len(order), batch_size):
-            batch = [examples[i] for i in order[start : start + batch_size]]
-            width = max(len(ids) for ids, _ in batch)
-            input_ids = torch.full((len(batch), width), pad_id)
-            labels = torch.full((len(batch), width), -100)
-            attention = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, (ids, mask) in enumerate(batch):
-                input_ids[row, : len(ids)] = torch.tensor(ids)
-                attention[row, : len(ids)] = 1
-                labels[row, : len(ids)] = torch.tensor(
-                    [t if m else -100 for t, m in zip(ids, mask, strict=True)]
-                )
-            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            total, steps = total + loss.item(), steps + 1
-        losses.append(total / steps)
-    model.eval()
-    return losses
 
 
 @torch.no_grad()
@@ -189,7 +148,9 @@ def main() -> None:
     t0 = time.perf_counter()
     demos = generate_demonstrations(args.demos, args.noise, args.seed, spare_moves=args.spare_moves)
     examples = [demonstration_ids(chat, messages) for _, messages in demos]
-    losses = sft(model, examples, args.epochs, args.lr, args.batch_size, args.seed, tokenizer.pad_token_id)
+    losses = sft_full_weights(
+        model, examples, args.epochs, args.lr, args.batch_size, args.seed, tokenizer.pad_token_id
+    )
     sft_s = time.perf_counter() - t0
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)

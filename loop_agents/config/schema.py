@@ -128,6 +128,7 @@ class LearnerConfig:
     logprob_chunk_size: int = 1024  # positions per chunk when computing token logprobs
     sft_epochs: int = 0  # warm-start SFT epochs on demonstrations before RL (0 = none)
     sft_lr: float = 1e-3  # warm-start learning rate
+    sft_target: str = "lora"  # lora: SFT the adapter, RL continues on it | full: SFT all weights into run_dir/warm_model (tiny models), RL trains a fresh LoRA on it
 
 
 @dataclass

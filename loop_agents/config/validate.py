@@ -26,6 +26,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "env.turn_schedule.kind": ("fixed", "stepwise"),
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
+    "learner.sft_target": ("lora", "full"),
     "logging.wandb_mode": ("offline", "online", "disabled"),
 }
 
@@ -56,6 +57,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "eval.every_n_iterations": (1, True),
     "eval.runs_per_task": (1, True),
     "rollout.episode_retries": (0, True),
+    "learner.sft_epochs": (0, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,

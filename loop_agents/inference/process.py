@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from loop_agents.child_process import die_with_parent
 from loop_agents.inference.errors import InferenceServerError
 
 
@@ -31,6 +32,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
 
     @property

@@ -32,7 +32,7 @@ def run(cfg: DictConfig) -> None:
     """Entry point called by train.py on every rank."""
     dist = Distributed.from_environment(cfg.gpu_allocation.device)
     run_dir = Path(cfg.run.dir)
-    model_path = dist.on_driver_first(lambda: C.resolve_model(cfg, run_dir))
+    model_path = dist.on_driver_first(lambda: _model_path(cfg, run_dir))
     learner = C.build_learner(cfg, model_path)
     checkpoint = C.latest_checkpoint(run_dir)
     state = learner.load_checkpoint(checkpoint) if checkpoint else {}
@@ -48,6 +48,39 @@ def run(cfg: DictConfig) -> None:
             _follow(cfg, learner, dist)
     finally:
         dist.shutdown()
+
+
+def _model_path(cfg: DictConfig, run_dir: Path) -> str:
+    """The policy's base model; with a full-weight warm start, the SFT'd copy (built once, cached)."""
+    base = C.resolve_model(cfg, run_dir)
+    if cfg.learner.sft_epochs == 0 or cfg.learner.sft_target != "full":
+        return base
+    import os
+
+    import torch
+
+    from loop_agents.orchestration.full_sft import build_warm_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: no server, no learner
+    try:
+        demos = _demonstrations(cfg, base)
+        warm = build_warm_model(
+            base, run_dir / "warm_model", demos, cfg.learner.sft_epochs, cfg.learner.sft_lr, cfg.run.seed
+        )
+    finally:
+        torch.set_num_threads(threads)
+    return str(warm)
+
+
+def _demonstrations(cfg: DictConfig, model_path: str):
+    from transformers import AutoTokenizer
+
+    from loop_agents.orchestration.environments import demonstrations
+    from loop_agents.rollout.runner import chat_format
+
+    chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
+    return demonstrations(cfg, chat)
 
 
 def _follow(cfg: DictConfig, learner, dist: Distributed) -> None:
@@ -107,8 +140,8 @@ class Driver:
         sampler = TaskSampler(cluster.task_ids(cfg.env.train_split), cfg.run.seed, self.sampler_state)
         if self.checkpoint is not None:
             cluster.publish(Path(self.checkpoint) / "adapter", self.start_iteration)
-        elif cfg.learner.sft_epochs > 0:
-            self._warm_start(cluster)
+        else:
+            self._initial_policy(cluster)
         pending = None
         for iteration in range(self.start_iteration + 1, cfg.run.iterations + 1):
             t_iter = time.perf_counter()
@@ -183,30 +216,28 @@ class Driver:
         self.learner.save_checkpoint(*self.dist.broadcast(("save", (str(ckpt), extra)))[1])
         return ckpt
 
-    def _warm_start(self, cluster: Cluster) -> None:
-        """SFT the adapter on demonstrations before RL; saved as iteration 0 and evaluated."""
-        from transformers import AutoTokenizer
-
-        from loop_agents.orchestration.environments import demonstrations
-        from loop_agents.rollout.runner import chat_format
-
+    def _initial_policy(self, cluster: Cluster) -> None:
+        """Iteration 0: the policy RL starts from (after a LoRA warm start if configured), saved,
+        published and evaluated, so every curve has its starting point."""
         t0 = time.perf_counter()
-        tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-        chat = chat_format(tokenizer, C.episode_config(self.cfg, max_turns=1))
-        demos = demonstrations(self.cfg, chat)
-        metrics = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
+        metrics: dict = {}
+        if self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora":
+            demos = _demonstrations(self.cfg, self.model_path)
+            sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
+            metrics = {**{f"sft/{k}": v for k, v in sft.items()}, "sft/demonstrations": len(demos)}
+            print(
+                f"[driver] LoRA warm start on {len(demos)} demonstrations: loss {sft.get('loss', float('nan')):.3f}"
+            )
+        warm_report = Path(self.model_path) / "warm_start.json"
+        if warm_report.exists():
+            import json
+
+            report = json.loads(warm_report.read_text())
+            metrics.update({"sft/demonstrations": report["demonstrations"], "sft/loss": report["epoch_losses"][-1],
+                            "time/sft": report["seconds"]})  # fmt: skip
         ckpt = self._save(0, dict(vars(self.sampler_state)))
         cluster.publish(ckpt / "adapter", 0)
         if self.cfg.eval.enabled:
             cluster.submit_eval(ckpt, 0, self.schedule.budget(1))
-        self.log.log(
-            {
-                **{f"sft/{k}": v for k, v in metrics.items()},
-                "sft/demonstrations": len(demos),
-                "time/sft": time.perf_counter() - t0,
-            },
-            0,
-        )
-        print(
-            f"[driver] warm start: {len(demos)} demonstrations, loss {metrics.get('loss', float('nan')):.3f}"
-        )
+        metrics.setdefault("time/sft", time.perf_counter() - t0)
+        self.log.log(metrics, 0)

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from loop_agents.child_process import die_with_parent
 from loop_agents.envs.appworld.config import AppWorldConfig
 
 
@@ -64,7 +65,13 @@ class AppWorldServer:
         ]  # fmt: skip
         self.started_at = time.monotonic()
         self.process = subprocess.Popen(
-            cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         log.close()
 

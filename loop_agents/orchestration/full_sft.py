@@ -1,0 +1,97 @@
+"""Full-weight SFT warm start (`learner.sft_target=full`): a small base model cloned on demonstrations.
+
+For the tiny CPU models the warm start trains every weight (a LoRA on a randomly initialised
+0.2 M-parameter model learns the task format far slower), writes a normal Hugging Face model
+directory, and RL then trains a LoRA on top of it. The result is cached in the run directory
+(`warm_model/`, with `warm_start.json`), so a resumed run or a rerun reuses it.
+Loss = mean token NLL over the assistant actions and their `<|im_end|>` (the Trajectory loss mask),
+i.e. exactly the tokens the policy samples in the rollouts' layout.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from loop_agents.rollout.trajectory import Trajectory
+
+
+def sft_full_weights(
+    model,
+    examples: list[tuple[list[int], list[int]]],
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    pad_id: int,
+) -> list[float]:
+    """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    model.train()
+    losses = []
+    for _ in range(epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        total, steps = 0.0, 0
+        for start in range(0, len(order), batch_size):
+            batch = [examples[i] for i in order[start : start + batch_size]]
+            width = max(len(ids) for ids, _ in batch)
+            input_ids = torch.full((len(batch), width), pad_id)
+            labels = torch.full((len(batch), width), -100)
+            attention = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, (ids, mask) in enumerate(batch):
+                input_ids[row, : len(ids)] = torch.tensor(ids)
+                attention[row, : len(ids)] = 1
+                labels[row, : len(ids)] = torch.tensor(
+                    [t if m else -100 for t, m in zip(ids, mask, strict=True)]
+                )
+            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            total, steps = total + loss.item(), steps + 1
+        losses.append(total / steps)
+    model.eval()
+    return losses
+
+
+def build_warm_model(
+    base_dir: str | Path,
+    out_dir: str | Path,
+    demonstrations: list[Trajectory],
+    epochs: int,
+    lr: float,
+    seed: int,
+    batch_size: int = 32,
+) -> Path:
+    """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out_dir = Path(out_dir)
+    if (out_dir / "warm_start.json").exists():
+        return out_dir
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    # eager attention: on CPU, sdpa was 4-5x slower at this model size (0.3 s vs 1.3-2.0 s per step)
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, attn_implementation="eager")
+    t0 = time.perf_counter()
+    examples = [(list(t.token_ids), list(t.loss_mask)) for t in demonstrations]
+    losses = sft_full_weights(model, examples, epochs, lr, batch_size, seed, tokenizer.pad_token_id)
+    temp = out_dir.parent / f".{out_dir.name}.tmp"
+    model.save_pretrained(temp, safe_serialization=True)
+    tokenizer.save_pretrained(temp)
+    report = {
+        "demonstrations": len(examples),
+        "epochs": epochs,
+        "epoch_losses": losses,
+        "seconds": time.perf_counter() - t0,
+    }
+    (temp / "warm_start.json").write_text(json.dumps(report, indent=2))
+    temp.rename(out_dir)
+    return out_dir
