@@ -12,4 +12,5 @@ if [[ ! -x .venv-poetry/bin/poetry ]]; then
 fi
 .venv-poetry/bin/poetry check --lock
 export WANDB_MODE=offline RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
-exec .venv/bin/python -m pytest "$@"
+# --durations: CI's log shows which tests dominate its 90-minute budget.
+exec .venv/bin/python -m pytest --durations=30 "$@"
