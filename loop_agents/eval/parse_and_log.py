@@ -1,0 +1,383 @@
+"""Score saved evaluation outputs, print TGC/SGC per split and difficulty, append to a results file, log to wandb.
+
+    python scripts/parse_and_log.py experiment=<name | dir | file> split=<split> [results_file=runs/all_results.jsonl]
+        [wandb=offline|online|disabled] [wandb_project=loop_agents] [model=<label>]
+        [appworld_root=<APPWORLD_ROOT with data/>] [appworld_python=<AppWorld venv python>]
+        [scenarios=auto|appworld|task]
+    loop-parse-and-log ...                  (the same, as a console script)
+
+experiment is one of
+  - an AppWorld experiment name: `<appworld_root>/experiments/outputs/<name>` (ours or any AppWorld agent's);
+  - an AppWorld experiment outputs directory anywhere (`<dir>/tasks/<task_id>/...`, e.g. copied from another
+    machine or written by another agent): scored against the task data of `appworld_root`;
+  - an output directory of scripts/evaluate.py: every run of it (AppWorld: its experiments, scored
+    officially; other environments: its trajectories/run_<r>.jsonl);
+  - a trajectories .jsonl file (Trajectory per line, e.g. `<run>/eval/<split>/iter_000010.jsonl`); runs are
+    the episodes' `sample_index`.
+AppWorld outputs are scored by AppWorld's own evaluator in the AppWorld venv
+(`appworld.evaluator.evaluate_tasks`, the function behind `appworld evaluate`), whose per-task results are
+read as JSON: nothing is scraped from a printed table. TGC = tasks whose tests all pass / tasks; SGC =
+scenarios all of whose tasks pass / scenarios; per difficulty over that difficulty's tasks. Trajectories are
+scored from their `success`. `split` is required for AppWorld (the task list to score; a task without outputs
+is an error) and only a label for trajectories (default: the evaluate.py manifest's split).
+
+One JSON line per run is appended to `results_file` (loop_agents/eval/results_file.py: TGC, SGC, TGC_<d>,
+SGC_<d> as fractions, plus run, source, model); wandb gets the same numbers (offline by default; the API
+key is read by wandb itself from its login and never printed or written here).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loop_agents.eval.cli_args import UsageError, exit_with, parse_args
+from loop_agents.rollout.trajectory import Trajectory, load_trajectories
+
+PROG = "parse_and_log"
+KEYS = {
+    "experiment": str,
+    "split": str,
+    "results_file": str,
+    "wandb": str,
+    "wandb_project": str,
+    "model": str,
+    "appworld_root": str,
+    "appworld_python": str,
+    "scenarios": str,
+}
+WANDB_MODES = ("offline", "online", "disabled")
+MANIFEST = "evaluate_manifest.json"
+
+
+@dataclass
+class RunSource:
+    """One evaluation run to score: AppWorld experiment outputs, or a list of trajectories."""
+
+    label: str  # experiment name written to the results file
+    run: int
+    appworld_experiment: str | None = None
+    trajectories: list[Trajectory] = field(default_factory=list)
+
+
+@dataclass
+class Inputs:
+    kind: str  # "appworld" | "trajectories"
+    runs: list[RunSource]
+    split: str | None
+    model: str
+    appworld_root: Path | None = None  # root holding data/ and experiments/outputs/<experiment>
+    temp_root: Path | None = None  # a temporary root linking an outside experiment dir (removed after)
+    scenarios: str = "task"
+
+
+# ---------------------------------------------------------------------------------------- inputs
+def _default_root(explicit: str | None) -> Path:
+    from loop_agents.envs.appworld.config import AppWorldConfig
+
+    return AppWorldConfig(root=explicit or "").root_path
+
+
+def _linked_root(data_root: Path, experiment_dir: Path) -> Path:
+    """A temporary APPWORLD_ROOT: data/ -> the task data, experiments/outputs/<name> -> the outside dir."""
+    temp = Path(tempfile.mkdtemp(prefix="loop_parse_and_log_"))
+    (temp / "data").symlink_to(data_root / "data", target_is_directory=True)
+    (temp / "experiments" / "outputs").mkdir(parents=True)
+    (temp / "experiments" / "outputs" / experiment_dir.name).symlink_to(
+        experiment_dir, target_is_directory=True
+    )
+    return temp
+
+
+def _remove_linked_root(temp: Path) -> None:
+    """Unlink the two links first, so nothing behind them can be deleted, then remove the temp dir."""
+    for link in [temp / "data", *(temp / "experiments" / "outputs").glob("*")]:
+        if link.is_symlink():
+            link.unlink()
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def _trajectory_runs(trajectories: list[Trajectory], label: str) -> list[RunSource]:
+    by_run: dict[int, list[Trajectory]] = defaultdict(list)
+    for traj in trajectories:
+        by_run[traj.sample_index].append(traj)
+    return [RunSource(label, run, trajectories=by_run[run]) for run in sorted(by_run)]
+
+
+def _check_data(root: Path, what: str) -> None:
+    if not (root / "data" / "tasks").is_dir():
+        raise UsageError(
+            f"{what}: no AppWorld task data under {root / 'data'}; pass appworld_root=<root with data/>"
+        )
+
+
+def resolve_inputs(
+    spec: str,
+    split: str | None,
+    model: str | None,
+    appworld_root: str | None,
+    scenarios: str,
+) -> Inputs:
+    """Work out what `experiment=` names (see the module docstring); UsageError if nothing matches."""
+    path = Path(spec).expanduser()
+    if path.is_file():
+        if path.suffix != ".jsonl":
+            raise UsageError(f"experiment={spec}: a file must be a trajectories .jsonl")
+        trajectories = load_trajectories(path)
+        if not trajectories:
+            raise UsageError(f"experiment={spec}: the file holds no trajectories")
+        return Inputs("trajectories", _trajectory_runs(trajectories, path.stem), split, model or "unknown",
+                      scenarios=_scenario_mode(scenarios, trajectories))  # fmt: skip
+    if path.is_dir() and (path / MANIFEST).is_file():
+        return _evaluate_out_dir(path.resolve(), split, model, appworld_root, scenarios)
+    if path.is_dir() and (path / "tasks").is_dir():
+        experiment_dir = path.resolve()
+        if split is None:
+            raise UsageError("split= is required to score AppWorld outputs (the split whose tasks to score)")
+        inferred = experiment_dir.parents[2] if len(experiment_dir.parents) > 2 else None
+        if appworld_root is None and inferred is not None and experiment_dir.parent.name == "outputs" \
+                and (inferred / "data" / "tasks").is_dir():  # fmt: skip
+            root = inferred
+        else:
+            root = _default_root(appworld_root)
+        _check_data(root, f"experiment={spec}")
+        runs = [RunSource(experiment_dir.name, 0, appworld_experiment=experiment_dir.name)]
+        if experiment_dir.parent == (root / "experiments" / "outputs").resolve():
+            return Inputs("appworld", runs, split, model or "unknown", appworld_root=root)
+        temp = _linked_root(root, experiment_dir)
+        return Inputs("appworld", runs, split, model or "unknown", appworld_root=temp, temp_root=temp)
+    if path.is_dir():
+        files = sorted(path.glob("run_*.jsonl"))
+        if files:
+            trajectories = [t for f in files for t in load_trajectories(f)]
+            return Inputs("trajectories", _trajectory_runs(trajectories, path.name), split, model or "unknown",
+                          scenarios=_scenario_mode(scenarios, trajectories))  # fmt: skip
+        raise UsageError(
+            f"experiment={spec}: directory is neither AppWorld experiment outputs (no tasks/), an evaluate.py "
+            f"output dir (no {MANIFEST}) nor a trajectories dir (no run_*.jsonl)"
+        )
+    if "/" in spec or spec.endswith(".jsonl"):
+        raise UsageError(f"experiment={spec}: no such file or directory")
+    root = _default_root(appworld_root)
+    if not (root / "experiments" / "outputs" / spec / "tasks").is_dir():
+        raise UsageError(
+            f"experiment={spec}: no AppWorld experiment {root / 'experiments' / 'outputs' / spec} "
+            "(give a name under appworld_root, an outputs dir, an evaluate.py out dir, or a .jsonl)"
+        )
+    _check_data(root, f"experiment={spec}")
+    if split is None:
+        raise UsageError("split= is required to score AppWorld outputs (the split whose tasks to score)")
+    return Inputs("appworld", [RunSource(spec, 0, appworld_experiment=spec)], split, model or "unknown",
+                  appworld_root=root)  # fmt: skip
+
+
+def _evaluate_out_dir(
+    out: Path, split: str | None, model: str | None, appworld_root: str | None, scenarios: str
+) -> Inputs:
+    manifest = json.loads((out / MANIFEST).read_text())
+    split = split or manifest.get("split")
+    model = model or manifest.get("checkpoint") or "unknown"
+    appworld = manifest.get("appworld")
+    if appworld:
+        root = Path(appworld_root).expanduser().resolve() if appworld_root else Path(appworld["root"])
+        _check_data(root, f"experiment={out}")
+        outputs = root / "experiments" / "outputs"
+        names = [n for n in appworld.get("experiments", []) if (outputs / n / "tasks").is_dir()]
+        if not names:
+            raise UsageError(
+                f"experiment={out}: none of its AppWorld experiments has outputs under {outputs}"
+            )
+        runs = [RunSource(name, run, appworld_experiment=name) for run, name in enumerate(names)]
+        return Inputs("appworld", runs, split, model, appworld_root=root)
+    files = sorted((out / "trajectories").glob("run_*.jsonl"))
+    trajectories = [t for f in files for t in load_trajectories(f)]
+    if not trajectories:
+        raise UsageError(f"experiment={out}: no episodes under {out / 'trajectories'}")
+    mode = scenarios if scenarios != "auto" else ("appworld" if manifest.get("env") == "appworld" else "task")
+    return Inputs("trajectories", _trajectory_runs(trajectories, str(out)), split, model, scenarios=mode)
+
+
+def _scenario_mode(requested: str, trajectories: list[Trajectory]) -> str:
+    """`auto`: AppWorld scenarios if the episodes came from AppWorld (its evaluation details), else per task."""
+    if requested != "auto":
+        return requested
+    return "appworld" if all("experiment_name" in t.reward_details for t in trajectories) else "task"
+
+
+# ---------------------------------------------------------------------------------------- scoring
+@dataclass
+class RunScore:
+    source: RunSource
+    goal_completion: dict[str, Any]  # key -> GoalCompletion
+    extra: dict[str, Any]
+    behaviour: dict[str, float] = field(default_factory=dict)
+
+
+def score(inputs: Inputs, appworld_python: str | None = None) -> list[RunScore]:
+    """GoalCompletion per difficulty of every run (AppWorld: official evaluator; else trajectories)."""
+    from loop_agents.eval.behaviour import behaviour_metrics
+    from loop_agents.eval.goal_completion import (
+        appworld_scenario_of,
+        goal_completion_by_difficulty,
+        task_results_from_official,
+        task_results_from_trajectories,
+    )
+
+    scores = []
+    if inputs.kind == "appworld":
+        from loop_agents.envs.appworld.config import AppWorldConfig
+        from loop_agents.envs.appworld.official_eval import run_official_evaluation
+
+        config = AppWorldConfig(root=str(inputs.appworld_root), python=appworld_python or "")
+        for source in inputs.runs:
+            began = time.monotonic()
+            try:
+                result = run_official_evaluation(source.appworld_experiment, inputs.split, config)
+            except (FileNotFoundError, ValueError) as exc:  # missing outputs, unknown split
+                raise UsageError(str(exc)) from None
+            gc = goal_completion_by_difficulty(task_results_from_official(result.per_task))
+            extra = {
+                "source": "appworld_official",
+                "appworld_task_goal_completion": result.appworld_aggregate.get("task_goal_completion"),
+                "appworld_scenario_goal_completion": result.appworld_aggregate.get(
+                    "scenario_goal_completion"
+                ),
+                "per_task_success": {t: r["success"] for t, r in result.per_task.items()},
+                "evaluation_s": round(time.monotonic() - began, 2),
+            }
+            scores.append(RunScore(source, gc, extra))
+        return scores
+    scenario_of = appworld_scenario_of if inputs.scenarios == "appworld" else (lambda task_id: task_id)
+    for source in inputs.runs:
+        results = task_results_from_trajectories(source.trajectories, scenario_of)
+        gc = goal_completion_by_difficulty(results)
+        extra = {
+            "source": "trajectories",
+            "success_rate": sum(t.success for t in source.trajectories) / len(source.trajectories),
+            "reward_mean": sum(float(t.reward) for t in source.trajectories) / len(source.trajectories),
+            "per_task_success": {r.task_id: r.success for r in results},
+        }
+        scores.append(RunScore(source, gc, extra, behaviour_metrics(source.trajectories)))
+    return scores
+
+
+# ---------------------------------------------------------------------------------------- logging
+def append_results(path: Path, inputs: Inputs, scores: list[RunScore]) -> list[dict[str, Any]]:
+    from loop_agents.eval.results_file import append_result, result_record
+
+    records = []
+    for s in scores:
+        extra = {k: v for k, v in s.extra.items() if k != "per_task_success" and v is not None}
+        record = result_record(
+            experiment=s.source.label,
+            split=inputs.split or "unknown",
+            model=inputs.model,
+            goal_completion=s.goal_completion,
+            behaviour=s.behaviour,
+            extra={"run": s.source.run, "num_runs": len(scores), **extra},
+        )
+        append_result(path, record)
+        records.append(record)
+    return records
+
+
+def log_wandb(mode: str, project: str, directory: Path, inputs: Inputs, records: list[dict[str, Any]],
+              summary: dict[str, dict[str, float]]) -> str | None:  # fmt: skip
+    """One wandb run per invocation: each run's record at step=run, the mean over runs as summary."""
+    if mode == "disabled":
+        return None
+    import wandb
+
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{records[0]['experiment']}-{inputs.split or 'unknown'}"
+    run = wandb.init(
+        project=project,
+        mode=mode,
+        dir=str(directory),
+        name=name,
+        job_type="parse_and_log",
+        config={
+            "experiment": records[0]["experiment"],
+            "split": inputs.split,
+            "model": inputs.model,
+            "source": records[0].get("source"),
+            "num_runs": len(records),
+        },  # fmt: skip
+        settings=wandb.Settings(silent=True),
+    )
+    try:
+        for record in records:
+            numbers = {f"eval/{k}": v for k, v in record.items() if isinstance(v, int | float) and k != "run"}
+            run.log(numbers, step=int(record["run"]))
+        for key, values in summary.items():
+            for metric in ("tgc", "sgc", "tgc_std", "sgc_std"):
+                run.summary[f"mean/{key}/{metric}"] = values[metric]
+        return run.dir
+    finally:
+        run.finish()
+
+
+# ---------------------------------------------------------------------------------------- main
+def parse_and_log(values: dict[str, Any]) -> dict[str, Any]:
+    from loop_agents.eval.tables import goal_completion_table, summarize_runs
+
+    if "experiment" not in values:
+        raise UsageError(
+            "experiment= is required (an AppWorld experiment name or dir, an evaluate.py out dir, a .jsonl)"
+        )
+    mode = values.get("wandb", "offline")
+    if mode not in WANDB_MODES:
+        raise UsageError(f"wandb={mode!r}; choose one of {', '.join(WANDB_MODES)}")
+    scenarios = values.get("scenarios", "auto")
+    if scenarios not in ("auto", "appworld", "task"):
+        raise UsageError(f"scenarios={scenarios!r}; choose one of auto, appworld, task")
+    inputs = resolve_inputs(
+        values["experiment"], values.get("split"), values.get("model"), values.get("appworld_root"), scenarios
+    )
+    try:
+        scores = score(inputs, values.get("appworld_python"))
+    finally:
+        if inputs.temp_root is not None:
+            _remove_linked_root(inputs.temp_root)
+    results_file = Path(values.get("results_file", "runs/all_results.jsonl")).expanduser()
+    records = append_results(results_file, inputs, scores)
+    summary = summarize_runs([s.goal_completion for s in scores])
+    for s in scores:
+        source = "AppWorld official evaluation" if inputs.kind == "appworld" else "episodes' success"
+        print(f"== {s.source.label} (run {s.source.run}) on split {inputs.split or 'unknown'} [{source}]")
+        print(goal_completion_table(summarize_runs([s.goal_completion])))
+    if len(scores) > 1:
+        print(f"== mean over {len(scores)} runs")
+        print(goal_completion_table(summary))
+    wandb_dir = log_wandb(
+        mode,
+        values.get("wandb_project", "loop_agents"),
+        results_file.parent / "wandb",
+        inputs,
+        records,
+        summary,
+    )
+    print(
+        f"[{PROG}] appended {len(records)} line(s) to {results_file}"
+        + (f"; wandb ({mode}) {wandb_dir}" if wandb_dir else "")
+    )
+    return {"records": records, "summary": summary, "scores": scores, "wandb_dir": wandb_dir}
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        values, _ = parse_args(sys.argv[1:] if argv is None else argv, KEYS, __doc__, allow_overrides=False)
+        parse_and_log(values)
+    except UsageError as exc:
+        exit_with(PROG, str(exc))
+
+
+if __name__ == "__main__":
+    main()

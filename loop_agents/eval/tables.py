@@ -1,0 +1,46 @@
+"""Plain-text tables of the eval scripts: TGC/SGC per difficulty (mean ± std over runs) and other metrics.
+
+Values are fractions in [0, 1] in every file; the tables print percentages, as AppWorld does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loop_agents.eval.goal_completion import GoalCompletion, mean_over_runs
+
+
+def summarize_runs(runs: Sequence[Mapping[str, GoalCompletion]]) -> dict[str, dict[str, float]]:
+    """`mean_over_runs` plus task and scenario counts (of the first run) per key."""
+    summary = mean_over_runs(runs)
+    for key, values in summary.items():
+        values["num_tasks"] = float(runs[0][key].num_tasks)
+        values["num_scenarios"] = float(runs[0][key].num_scenarios)
+    return summary
+
+
+def goal_completion_table(summary: Mapping[str, Mapping[str, float]]) -> str:
+    """Rows aggregate, difficulty_1.. with TGC and SGC in percent (± std over runs when > 1 run)."""
+    many = any(values.get("num_runs", 1) > 1 for values in summary.values())
+
+    def cell(values: Mapping[str, float], name: str) -> str:
+        text = f"{100 * values[name]:6.1f}"
+        return text + (f" ± {100 * values.get(name + '_std', 0.0):4.1f}" if many else "")
+
+    width = 15 if many else 8
+    lines = [f"{'':14}{'TGC':>{width}}{'SGC':>{width}}{'tasks':>8}{'scenarios':>11}"]
+    for key in sorted(summary, key=lambda k: (k != "aggregate", k)):
+        values = summary[key]
+        lines.append(
+            f"{key:14}{cell(values, 'tgc'):>{width}}{cell(values, 'sgc'):>{width}}"
+            f"{int(values.get('num_tasks', 0)):>8}{int(values.get('num_scenarios', 0)):>11}"
+        )
+    return "\n".join(lines)
+
+
+def metrics_lines(metrics: Mapping[str, Any], prefixes: Sequence[str], per_line: int = 4) -> str:
+    """`key value` pairs of the metrics whose names start with one of `prefixes`, a few per line."""
+    items = [(k, v) for k, v in metrics.items() if any(k.startswith(p) for p in prefixes)]
+    cells = [f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in items]
+    return "\n".join("  ".join(cells[i : i + per_line]) for i in range(0, len(cells), per_line))

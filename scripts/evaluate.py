@@ -1,0 +1,10 @@
+"""Evaluate a checkpoint (or the base model) on a split; see loop_agents/eval/evaluate_checkpoint.py.
+
+python scripts/evaluate.py checkpoint=<checkpoint dir | run dir | base> split=<name> [runs=N]
+    [server_url=http://127.0.0.1:PORT] [out=<dir>] [max_tasks=N] [max_turns=N] <hydra overrides...>
+"""
+
+from loop_agents.eval.evaluate_checkpoint import main
+
+if __name__ == "__main__":
+    main()
