@@ -4,6 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh cpu
+# System packages some tests need: Java for ScienceWorld (the AgentGym sciworld tests fail without it) and
+# Debian's chromium for the headless-browser view tests (skipped without it). CI installs what is missing.
+if [[ "${CI:-}" == true ]] && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+  missing=()
+  command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+  command -v chromium >/dev/null || missing+=(chromium)
+  if (( ${#missing[@]} )); then
+    apt_install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+    { apt_install || { apt-get update -q && apt_install; }; } >/dev/null 2>&1 \
+      || echo "[test] could not apt-get install ${missing[*]}" >&2
+  fi
+fi
 if [[ -f scripts/install_appworld.sh ]]; then bash scripts/install_appworld.sh; fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
