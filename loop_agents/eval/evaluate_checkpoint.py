@@ -297,6 +297,11 @@ class InferenceEndpoints:
         if self.server_url is not None:
             url = self.server_url.rstrip("/")
             self._get(url, "/health")
+            models = self._get(url, "/v1/models").json().get("data", [])
+            roots = [m.get("root") for m in models if m.get("parent") is None and m.get("root")]
+            if roots and Path(roots[0]).resolve() != Path(self.model_path).resolve():
+                print(f"[{PROG}] warning: {url} serves {roots[0]}, but the episodes are tokenized with "
+                      f"{self.model_path}; they must be the same model", flush=True)  # fmt: skip
             self.urls = [url]
             return self.urls
         from loop_agents.inference.actor import InferenceServer
