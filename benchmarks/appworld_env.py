@@ -14,9 +14,11 @@ from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.task_source import AppWorldTaskSource
 
 
-async def main(servers: int, root: str) -> None:
+async def measure(servers: int, root: str, verbose: bool = True) -> dict:
     source = AppWorldTaskSource(AppWorldConfig(root=root, pool_size=servers))
-    print(f"pool start ({servers} servers): {await source.start():.1f} s")
+    pool_start_s = await source.start()
+    if verbose:
+        print(f"pool start ({servers} servers): {pool_start_s:.1f} s")
     task_id = source.task_ids("train")[0]
     resets, steps, evals, closes = [], [], [], []
     for _ in range(5):
@@ -34,9 +36,30 @@ async def main(servers: int, root: str) -> None:
         t = time.monotonic()
         await env.close()
         closes.append(time.monotonic() - t)
+    result = {"servers": servers, "pool_start_s": round(pool_start_s, 2)}
     for name, xs in [("reset", resets), ("step", steps), ("evaluate", evals), ("close", closes)]:
-        print(f"{name}: median {1000 * statistics.median(xs):.0f} ms, max {1000 * max(xs):.0f} ms")
+        result[f"{name}_ms_median"] = round(1000 * statistics.median(xs), 1)
+        result[f"{name}_ms_max"] = round(1000 * max(xs), 1)
+        if verbose:
+            print(f"{name}: median {1000 * statistics.median(xs):.0f} ms, max {1000 * max(xs):.0f} ms")
     await source.close()
+    return result
+
+
+async def main(servers: int, root: str) -> None:
+    await measure(servers, root)
+
+
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run appworld_env` (needs the AppWorld data; no goal: reported)."""
+    r = asyncio.run(measure(2 if quick else 8, "", verbose=False))
+    return {
+        **r,
+        "ratio": round(r["step_ms_median"] / r["reset_ms_median"], 4),
+        "ratio_definition": "median step round trip / median reset",
+        "summary": f"pool of {r['servers']} starts in {r['pool_start_s']:.1f} s; step {r['step_ms_median']:.0f} ms, "
+        f"reset {r['reset_ms_median']:.0f} ms, evaluate {r['evaluate_ms_median']:.0f} ms (medians)",
+    }
 
 
 if __name__ == "__main__":

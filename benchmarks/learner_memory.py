@@ -78,5 +78,17 @@ def run(num_trajectories: int = 8, length: int = 2048) -> dict:
     }
 
 
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run learner_memory`."""
+    result = run(num_trajectories=4, length=1024) if quick else run()
+    result.pop("goal", None)
+    return {
+        **result,
+        "ratio_definition": "peak memory growth of one LOOP step / of one SFT step (fresh process each)",
+        "summary": f"LOOP step {result['loop_step_peak_mb']:.0f} MB vs SFT step "
+        f"{result['sft_step_peak_mb']:.0f} MB ({result['batch']})",
+    }
+
+
 if __name__ == "__main__":
     print(json.dumps(run(), indent=2))

@@ -118,5 +118,17 @@ def run(
     }
 
 
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run learner_throughput`."""
+    result = run(num_trajectories=4, length=256, repetitions=2) if quick else run()
+    result.pop("goal", None)
+    return {
+        **result,
+        "ratio_definition": "learner tokens/s / raw torch+peft tokens/s (best of the repetitions, interleaved)",
+        "summary": f"learner {result['learner_tokens_per_s']:.0f} tok/s vs raw torch+peft "
+        f"{result['raw_torch_peft_tokens_per_s']:.0f} tok/s ({result['batch']}, {result['threads']} threads)",
+    }
+
+
 if __name__ == "__main__":
     print(json.dumps(run(), indent=2))

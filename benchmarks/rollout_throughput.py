@@ -73,16 +73,15 @@ def _measure(fn, url: str, *args) -> float:
     return (_generated_tokens(url) - before) / elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", default=None)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
-    parser.add_argument("--requests", type=int, default=256)
-    parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+def run(
+    model: str | None = None,
+    concurrency: tuple[int, ...] = (16, 64),
+    requests: int = 256,
+    max_tokens: int = 64,
+    rounds: int = 2,
+    verbose: bool = True,
+) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="rollout_throughput_"))
-    model = args.model
     if model is None:
         from loop_agents.tiny_model import build_tiny_model
 
@@ -91,39 +90,62 @@ def main() -> None:
         model_path=model, max_model_len=2048, enable_lora=False, dtype="float32", run_dir=str(tmp / "run")
     )
     rng = random.Random(0)
-    prompts = [[rng.randrange(3, 1600) for _ in range(32)] for _ in range(args.requests)]
+    prompts = [[rng.randrange(3, 1600) for _ in range(32)] for _ in range(requests)]
     server = VLLMServer(config)
     started = time.perf_counter()
     server.start()
     startup_s = time.perf_counter() - started
+    rows = []
     try:
         asyncio.run(_raw(server.url, config.served_model_name, prompts[:16], 8, 16))  # warm-up
-        for concurrency in args.concurrency:
+        for c in concurrency:
             raw, ours = [], []
-            for _ in range(args.rounds):
-                raw.append(
-                    _measure(
-                        _raw, server.url, config.served_model_name, prompts, args.max_tokens, concurrency
-                    )
-                )
-                ours.append(
-                    _measure(
-                        _client, server.url, config.served_model_name, prompts, args.max_tokens, concurrency
-                    )
-                )
-            print(
-                json.dumps(
-                    {
-                        "startup_s": round(startup_s, 1),
-                        "concurrency": concurrency,
-                        "raw_tok_s": round(max(raw)),
-                        "client_tok_s": round(max(ours)),
-                        "ratio": round(max(ours) / max(raw), 3),
-                    }
-                )
-            )
+            for _ in range(rounds):
+                raw.append(_measure(_raw, server.url, config.served_model_name, prompts, max_tokens, c))
+                ours.append(_measure(_client, server.url, config.served_model_name, prompts, max_tokens, c))
+            row = {
+                "startup_s": round(startup_s, 1),
+                "concurrency": c,
+                "raw_tok_s": round(max(raw)),
+                "client_tok_s": round(max(ours)),
+                "ratio": round(max(ours) / max(raw), 3),
+            }
+            rows.append(row)
+            if verbose:
+                print(json.dumps(row), flush=True)
     finally:
         server.stop()
+    return rows
+
+
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run rollout_throughput`: the worst ratio over the concurrencies."""
+    if quick:
+        rows = run(concurrency=(16,), requests=64, max_tokens=32, rounds=2)
+    else:
+        rows = run(concurrency=(16, 64), requests=128, max_tokens=64, rounds=2)
+    worst = min(rows, key=lambda r: r["ratio"])
+    return {
+        "ratio": worst["ratio"],
+        "ratio_definition": "VLLMClient generated tok/s / raw aiohttp tok/s, same server/prompts/concurrency, "
+        "best of alternating rounds; the lowest ratio over the concurrencies",
+        "summary": "; ".join(
+            f"concurrency {r['concurrency']}: client {r['client_tok_s']} vs raw {r['raw_tok_s']} tok/s"
+            for r in rows
+        ),
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--requests", type=int, default=256)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    run(args.model, tuple(args.concurrency), args.requests, args.max_tokens, args.rounds)
 
 
 if __name__ == "__main__":

@@ -97,29 +97,54 @@ def rerender_once(tokenizer, turns: int) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+def run(repeats: int = 3, verbose: bool = True) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(tmp))
     build_once(tokenizer, 4)  # warm-up (template compilation, tokenizer caches)
     result = {}
     for turns in (16, 128):
         times, tokens = [], 0
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             elapsed, tokens = build_once(tokenizer, turns)
             times.append(elapsed)
         rerender = rerender_once(tokenizer, turns)
         result[turns] = {"median_s": statistics.median(times), "tokens": tokens, "rerender_s": rerender}
-        print(
-            f"{turns:4d} turns: {tokens:7d} tokens, build {statistics.median(times) * 1e3:8.1f} ms "
-            f"({statistics.median(times) / turns * 1e3:.2f} ms/turn); whole-template re-render each turn "
-            f"{rerender * 1e3:9.1f} ms"
-        )
+        if verbose:
+            print(
+                f"{turns:4d} turns: {tokens:7d} tokens, build {statistics.median(times) * 1e3:8.1f} ms "
+                f"({statistics.median(times) / turns * 1e3:.2f} ms/turn); whole-template re-render each turn "
+                f"{rerender * 1e3:9.1f} ms"
+            )
     ratio = result[128]["median_s"] / result[16]["median_s"]
     naive = result[128]["rerender_s"] / result[16]["rerender_s"]
-    print(f"ratio 128/16 turns: {ratio:.1f} (goal <= 10; 8 = linear); re-render approach: {naive:.1f}")
+    if verbose:
+        print(f"ratio 128/16 turns: {ratio:.1f} (goal <= 10; 8 = linear); re-render approach: {naive:.1f}")
+    return {
+        "ratio": round(ratio, 3),
+        "rerender_ratio": round(naive, 3),
+        "turns_16": result[16],
+        "turns_128": result[128],
+        "repeats": repeats,
+    }
+
+
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run trajectory_build`."""
+    r = run(repeats=1 if quick else 3)
+    t16, t128 = r["turns_16"], r["turns_128"]
+    return {
+        **r,
+        "ratio_definition": "median build time of a 128-turn episode / of a 16-turn episode (8 = linear)",
+        "summary": f"16 turns {t16['median_s'] * 1e3:.0f} ms vs 128 turns {t128['median_s'] * 1e3:.0f} ms "
+        f"({t128['tokens']} tokens); re-render-every-turn approach: {r['rerender_ratio']:.0f}x",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    run(args.repeats)
 
 
 if __name__ == "__main__":

@@ -42,34 +42,64 @@ def synthetic_iteration(tasks: int, k: int, turns: int, vocab: int) -> list[Traj
     return out
 
 
+def run(
+    tasks: int = 40, k: int = 6, turns: int = 20, tokenizer: str | None = None, keep: str | None = None
+) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = keep or scratch
+        run_dir = Path(tmp) / "run"
+        trajectories = synthetic_iteration(tasks, k, turns, vocab=2000)
+        save_trajectories(run_dir / "rollouts" / "iter_000001.jsonl", trajectories)
+        tokens = sum(t.num_tokens for t in trajectories)
+        source_mb = (run_dir / "rollouts" / "iter_000001.jsonl").stat().st_size / 1e6
+        start = time.perf_counter()
+        index = build_site(run_dir, Path(tmp) / "site", tokenizer)
+        first = time.perf_counter() - start
+        start = time.perf_counter()
+        build_site(run_dir, Path(tmp) / "site", tokenizer)
+        again = time.perf_counter() - start
+        site = index.parent
+        iteration_kb = (site / "iter_000001" / "index.html").stat().st_size / 1e3
+        groups = sorted((site / "iter_000001").glob("group_*.html"))
+        group_mb = max(p.stat().st_size for p in groups) / 1e6
+    return {
+        "trajectories": len(trajectories),
+        "tokens": tokens,
+        "source_mb": round(source_mb, 2),
+        "tokenizer": bool(tokenizer),
+        "first_build_s": round(first, 3),
+        "unchanged_rebuild_s": round(again, 4),
+        "iteration_page_kb": round(iteration_kb, 1),
+        "largest_group_page_mb": round(group_mb, 3),
+    }
+
+
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run viewer_render` (no goal in the issue: reported)."""
+    r = run(tasks=8 if quick else 40)
+    return {
+        **r,
+        "ratio": round(r["unchanged_rebuild_s"] / r["first_build_s"], 4),
+        "ratio_definition": "unchanged rebuild time / first build time of the same run directory",
+        "summary": f"{r['trajectories']} trajectories, {r['tokens'] / 1e6:.2f} M tokens: first build "
+        f"{r['first_build_s']:.2f} s, unchanged rebuild {r['unchanged_rebuild_s']:.3f} s; iteration page "
+        f"{r['iteration_page_kb']:.0f} kB, largest group page {r['largest_group_page_mb']:.2f} MB",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokenizer", default=None)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--keep", default=None, help="write the run and site here instead of a temp dir")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        tmp = args.keep or scratch
-        run = Path(tmp) / "run"
-        trajectories = synthetic_iteration(40, 6, args.turns, vocab=2000)
-        save_trajectories(run / "rollouts" / "iter_000001.jsonl", trajectories)
-        tokens = sum(t.num_tokens for t in trajectories)
-        source_mb = (run / "rollouts" / "iter_000001.jsonl").stat().st_size / 1e6
-        start = time.perf_counter()
-        index = build_site(run, Path(tmp) / "site", args.tokenizer)
-        first = time.perf_counter() - start
-        start = time.perf_counter()
-        build_site(run, Path(tmp) / "site", args.tokenizer)
-        again = time.perf_counter() - start
-        site = index.parent
-        iteration_kb = (site / "iter_000001" / "index.html").stat().st_size / 1e3
-        groups = sorted((site / "iter_000001").glob("group_*.html"))
-        group_mb = max(p.stat().st_size for p in groups) / 1e6
-        print(
-            f"{len(trajectories)} trajectories, {tokens / 1e6:.2f} M tokens, source {source_mb:.1f} MB; "
-            f"tokenizer={'yes' if args.tokenizer else 'no'}: first build {first:.2f} s, unchanged rebuild "
-            f"{again:.3f} s; iteration page {iteration_kb:.0f} kB, largest group page {group_mb:.2f} MB"
-        )
+    r = run(turns=args.turns, tokenizer=args.tokenizer, keep=args.keep)
+    print(
+        f"{r['trajectories']} trajectories, {r['tokens'] / 1e6:.2f} M tokens, source {r['source_mb']:.1f} MB; "
+        f"tokenizer={'yes' if r['tokenizer'] else 'no'}: first build {r['first_build_s']:.2f} s, unchanged "
+        f"rebuild {r['unchanged_rebuild_s']:.3f} s; iteration page {r['iteration_page_kb']:.0f} kB, largest "
+        f"group page {r['largest_group_page_mb']:.2f} MB"
+    )
 
 
 if __name__ == "__main__":

