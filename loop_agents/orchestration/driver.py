@@ -107,6 +107,7 @@ class Driver:
         self.cfg, self.run_dir, self.model_path = cfg, run_dir, model_path
         self.learner, self.dist, self.checkpoint = learner, dist, checkpoint
         self.start_iteration = int(state.get("iteration", 0))
+        self.checkpoint_metrics = state.get("metrics_row")
         self.sampler_state = SamplerState(**state.get("sampler", {}))
         self.log = RunLog(
             run_dir,
@@ -124,6 +125,10 @@ class Driver:
         if self.start_iteration == 0 and self.checkpoint is None:
             (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
         self.log.truncate_after(self.start_iteration)
+        if self.checkpoint_metrics and not self.log.has_training_row(self.start_iteration):
+            self.log.log(
+                self.checkpoint_metrics, self.start_iteration
+            )  # killed after the checkpoint, before the log
         print(
             f"[driver] run dir {self.run_dir} | model {self.model_path} | "
             f"iterations {self.start_iteration + 1}..{cfg.run.iterations}",
@@ -142,6 +147,11 @@ class Driver:
         sampler = TaskSampler(cluster.task_ids(cfg.env.train_split), cfg.run.seed, self.sampler_state)
         if self.checkpoint is not None:
             cluster.publish(Path(self.checkpoint) / "adapter", self.start_iteration)
+            if self._eval_due(self.start_iteration) and not (Path(self.checkpoint) / "eval.json").exists():
+                # its evaluation was in flight when the previous process died: run it now
+                cluster.submit_eval(
+                    Path(self.checkpoint), self.start_iteration, self.schedule.budget(self.start_iteration)
+                )
         else:
             self._initial_policy(cluster)
         pending = None
@@ -162,20 +172,7 @@ class Driver:
             learn_metrics = C.learn(self.learner, self.dist.broadcast(("train", kept))[1]) if kept else {}
             t_learn = time.perf_counter() - t0
 
-            t0 = time.perf_counter()
-            ckpt = self._save(iteration, sampler_after)
-            cluster.resume_after_learning()
-            cluster.publish(ckpt / "adapter", iteration)
-            t_sync = time.perf_counter() - t0
-
             self.log.save_rollouts(rollouts, iteration)
-            if cfg.eval.enabled and (
-                iteration % cfg.eval.every_n_iterations == 0 or iteration == cfg.run.iterations
-            ):
-                cluster.submit_eval(ckpt, iteration, self.schedule.budget(iteration))
-            for eval_iteration, eval_metrics in cluster.finished_evals():
-                self.log.log(eval_metrics, eval_iteration)
-            total = time.perf_counter() - t_iter
             metrics = {
                 **C.rollout_metrics(rollouts),
                 **collect_metrics,
@@ -185,10 +182,25 @@ class Driver:
                 "turn_budget": self.schedule.budget(iteration),
                 "time/rollout": t_rollout,
                 "time/learn": t_learn,
-                "time/sync": t_sync,
-                "time/iteration": total,
-                "time/idle": max(total - t_rollout - t_learn - t_sync, 0.0),
             }
+            t0 = time.perf_counter()
+            ckpt = self._save(iteration, sampler_after, metrics)
+            cluster.resume_after_learning()
+            cluster.publish(ckpt / "adapter", iteration)
+            t_sync = time.perf_counter() - t0
+
+            if self._eval_due(iteration):
+                cluster.submit_eval(ckpt, iteration, self.schedule.budget(iteration))
+            for eval_iteration, eval_metrics in cluster.finished_evals():
+                self.log.log(eval_metrics, eval_iteration)
+            total = time.perf_counter() - t_iter
+            metrics.update(
+                {
+                    "time/sync": t_sync,
+                    "time/iteration": total,
+                    "time/idle": max(total - t_rollout - t_learn - t_sync, 0.0),
+                }
+            )
             self.log.log(metrics, iteration)
             print(C.format_progress(iteration, cfg.run.iterations, metrics), flush=True)
             if cfg.logging.plots:
@@ -199,6 +211,10 @@ class Driver:
             self.log.plot()
 
     # ------------------------------------------------------------------ steps
+    def _eval_due(self, iteration: int) -> bool:
+        every, last = self.cfg.eval.every_n_iterations, self.cfg.run.iterations
+        return bool(self.cfg.eval.enabled) and (iteration % every == 0 or iteration == last)
+
     def _submit(self, cluster: Cluster, sampler: TaskSampler, iteration: int):
         """Draw the iteration's tasks and start collecting; remembers the sampler state to checkpoint."""
         tasks = sampler.sample(self.cfg.algorithm.tasks_per_iteration)
@@ -212,9 +228,12 @@ class Driver:
         )
         return after, tasks, ref
 
-    def _save(self, iteration: int, sampler_state: dict) -> Path:
+    def _save(self, iteration: int, sampler_state: dict, metrics: dict | None = None) -> Path:
+        """Checkpoint with the driver's state; the iteration's metrics row travels inside it, so a
+        crash between the checkpoint and the log write loses no row (the resumed run restores it)."""
         ckpt = C.checkpoint_dir(self.run_dir, iteration)
-        extra = {"iteration": iteration, "sampler": sampler_state, "wandb_run_id": self.log.wandb_run_id}
+        extra = {"iteration": iteration, "sampler": sampler_state, "wandb_run_id": self.log.wandb_run_id,
+                 "metrics_row": metrics}  # fmt: skip
         self.learner.save_checkpoint(*self.dist.broadcast(("save", (str(ckpt), extra)))[1])
         return ckpt
 

@@ -77,6 +77,10 @@ class RunLog:
         kept = [r for r in rows if r["iteration"] <= iteration]
         self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
 
+    def has_training_row(self, iteration: int) -> bool:
+        """Whether metrics.jsonl holds the training row (rollout metrics) of `iteration`."""
+        return any(r["iteration"] == iteration and "rollout/count" in r for r in self.rows())
+
     def save_rollouts(self, trajectories: list[Trajectory], iteration: int, name: str = "rollouts") -> Path:
         path = self.dir / name / f"iter_{iteration:06d}.jsonl"
         save_trajectories(path, trajectories)

@@ -53,7 +53,8 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
         time.sleep(1)
     first.send_signal(signal.SIGKILL)  # no cleanup code runs: servers must die with their parent
     first.wait()
-    assert [r["iteration"] for r in _metrics(run_dir) if "rollout/count" in r] == [1, 2]
+    # killed right after checkpoint-2 was committed: its metrics row may not be written yet
+    assert [r["iteration"] for r in _metrics(run_dir) if "rollout/count" in r] in ([1], [1, 2])
 
     second = subprocess.run(
         _command(run_dir), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
@@ -77,10 +78,13 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
         drawn.append(sorted({json.loads(line)["task_id"] for line in lines}))
     assert drawn == [sorted(tasks) for tasks in expected]
 
-    # the last adapter loads in peft (and so in vLLM, which served it) and is no longer the identity
+    # the last adapter loads in peft (vLLM served it as policy-3); it moved iff an optimizer step was taken
+    # (LOOP drops groups whose rewards are all equal, which this tiny setting often produces)
     base = AutoModelForCausalLM.from_pretrained(run_dir / "warm_model")  # the full-weight warm start
     model = PeftModel.from_pretrained(base, run_dir / "checkpoints" / "checkpoint-3" / "adapter")
-    assert any(p.abs().max() > 0 for n, p in model.named_parameters() if "lora_B" in n)
+    lora_b = [p for n, p in model.named_parameters() if "lora_B" in n]
+    stepped = sum(r.get("learn/num_steps", 0) for r in rows if "rollout/count" in r) > 0
+    assert lora_b and any(p.abs().max() > 0 for p in lora_b) == stepped
     assert (run_dir / "checkpoints" / "best" / "adapter" / "adapter_model.safetensors").exists()
     assert (run_dir / "plots" / "reward.png").exists()
     leftover = subprocess.run(["pgrep", "-f", f"--model {run_dir}"], capture_output=True, text=True)
