@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 REPORT_NAME = "README_performance.md"
+NOTES_NAME = "NOTES.md"  # hand-written notes appended to the report
 RESULT_MARKER = "BENCHMARK_RESULT "
 
 
@@ -290,12 +291,27 @@ def render_report(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_definitions(records: list[dict]) -> str:
+    lines = ["How each ratio is measured (both sides in the same run):", ""]
+    for r in records:
+        if r.get("ratio_definition"):
+            lines.append(f"- `{r['benchmark']}`: {r['ratio_definition']}.")
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
 def write_report(results_dir: Path = RESULTS_DIR, registry=None) -> Path:
+    """Write `README_performance.md`: the table, the ratio definitions, then `NOTES.md` if present."""
     records = load_results(results_dir, registry)
     text = (
-        "<!-- written by `python -m benchmarks report` from benchmarks/results/*.json; do not edit -->\n"
-        + render_report(records)
+        "<!-- written by `python -m benchmarks report` from benchmarks/results/*.json (+ NOTES.md); "
+        "do not edit -->\n" + render_report(records)
     )
+    definitions = render_definitions(records)
+    if definitions:
+        text += "\n" + definitions
+    notes = results_dir / NOTES_NAME
+    if notes.exists():
+        text += "\n" + notes.read_text()
     path = results_dir / REPORT_NAME
     path.write_text(text)
     return path

@@ -79,7 +79,7 @@ def bench(quick: bool = False) -> dict:
     r = run(tasks=8 if quick else 40)
     return {
         **r,
-        "ratio": round(r["unchanged_rebuild_s"] / r["first_build_s"], 4),
+        "ratio": round(r["unchanged_rebuild_s"] / r["first_build_s"], 6),
         "ratio_definition": "unchanged rebuild time / first build time of the same run directory",
         "summary": f"{r['trajectories']} trajectories, {r['tokens'] / 1e6:.2f} M tokens: first build "
         f"{r['first_build_s']:.2f} s, unchanged rebuild {r['unchanged_rebuild_s']:.3f} s; iteration page "

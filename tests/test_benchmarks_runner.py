@@ -82,6 +82,7 @@ def test_run_records_and_report(tmp_path, trivial_module):
     assert quick["quick"] is True and quick["ratio"] == 0.5 and quick["passed"] is False
 
     (results / "unrelated.json").write_text(json.dumps({"device": "H100"}))  # not a runner record: skipped
+    (results / "NOTES.md").write_text("Closing note: why `bad` misses.\n")
     path = runner.write_report(results, registry)
     table = path.read_text()
     rows = [re.split(r"(?<!\\)\|", line)[1:-1] for line in table.splitlines() if line.startswith("| `")]
@@ -93,6 +94,7 @@ def test_run_records_and_report(tmp_path, trivial_module):
     assert cells["`crash`"][5] == "error" and cells["`slow`"][5] == "timeout"
     assert cells["`no_goal`"][3:6] == ["0.004", "report", "report"]
     assert "a \\| b" in table  # pipes in summaries are escaped
+    assert "- `no_goal`: a / b." in table and table.endswith("Closing note: why `bad` misses.\n")
 
 
 def test_select_and_cli_list(capsys):
