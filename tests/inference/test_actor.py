@@ -21,7 +21,7 @@ def test_actor_serves_publishes_suspends_resumes_and_shuts_down(tiny_model_dir, 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         actor = make_inference_server_actor(tiny_inference_config(tiny_model_dir, str(tmp_path)))
-        url = ray.get(actor.start.remote(), timeout=400)
+        url = ray.get(actor.start.remote(), timeout=700)
         assert url == ray.get(actor.url.remote()) and url.startswith("http://127.0.0.1:")
         name = ray.get(actor.publish_adapter.remote(lora_adapters["b"]))
 
@@ -41,7 +41,7 @@ def test_actor_serves_publishes_suspends_resumes_and_shuts_down(tiny_model_dir, 
         pid = health["pid"]
         ray.get(actor.suspend.remote(), timeout=60)
         assert not psutil.pid_exists(pid) and ray.get(actor.health.remote())["suspended"]
-        assert ray.get(actor.resume.remote(), timeout=400) == url
+        assert ray.get(actor.resume.remote(), timeout=700) == url
         assert asyncio.run(generate()).adapter == name
         health = ray.get(actor.health.remote())
         assert health["healthy"] and health["start_count"] == 2 and health["restarts"] == 0

@@ -24,7 +24,8 @@ from tests.inference.conftest import SERVED_NAME
 NO_RETRY = ClientConfig(request_timeout_s=4.0, max_retries=0)
 
 
-def _wait_for_restart(watchdog: HealthWatchdog, restarts: int, deadline_s: float = 240.0) -> None:
+def _wait_for_restart(watchdog: HealthWatchdog, restarts: int, deadline_s: float = 700.0) -> None:
+    # detection (3 probes of up to 2 x 10 s) + a restart under the 600 s start-up deadline
     deadline = time.monotonic() + deadline_s
     while watchdog.restarts < restarts:
         assert time.monotonic() < deadline, (

@@ -71,6 +71,7 @@ def vllm_url(tiny_model_dir, tmp_path_factory):
         cpu_kvcache_space_gib=1,
         cpu_threads=1,
         run_dir=str(tmp_path_factory.mktemp("vllm")),
+        startup_timeout_s=600.0,  # a cold start on a busy 2-core machine took over 300 s
     )
     server = VLLMServer(config)
     try:

@@ -1,4 +1,4 @@
-"""One real env server subprocess per game kind, shared by the tests of a session."""
+"""One real env server subprocess per game kind, shared by the tests of a module and stopped after it."""
 
 from __future__ import annotations
 
@@ -14,21 +14,21 @@ def _server(env_name: str):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gemhunt_server():
     yield from _server("gemhunt")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def babyai_server():
     yield from _server("babyai")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def textcraft_server():
     yield from _server("textcraft")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sciworld_server():
     yield from _server("sciworld")

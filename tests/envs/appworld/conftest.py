@@ -1,4 +1,5 @@
-"""Session fixtures: a small real data root (built once) and a pool of 4 real AppWorld servers."""
+"""Fixtures of this folder: a small real data root (built once) and a pool of 4 real AppWorld servers, stopped
+when the folder's tests are done (idle servers would slow every later test on a 2-core machine)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def build_root(root: Path, seed: int, sizes: str) -> float:
     return time.monotonic() - began
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def appworld_root(tmp_path_factory) -> Path:
     if not DEFAULT_PYTHON.exists():
         pytest.skip("AppWorld venv missing: run scripts/install_appworld.sh (CI does)")
@@ -37,14 +38,14 @@ def appworld_root(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def event_loop_session():
     loop = asyncio.new_event_loop()
     yield loop
     loop.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def task_source(appworld_root, event_loop_session):
     """4 real servers on 127.0.0.1 (short cell timeout so the timeout test is quick)."""
     config = AppWorldConfig(root=str(appworld_root), pool_size=4, execute_timeout_s=3, max_interactions=8)
