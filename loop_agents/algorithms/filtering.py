@@ -2,8 +2,10 @@
 
 Rollouts are sorted by |A| (by A with `pos_adv_only`), those with |A| >= threshold are kept, and
 the kept count is rounded UP to a multiple of `multiple_of` (the world size, or the global
-minibatch size to keep every minibatch full), capped at the largest such multiple <= N, with at
-least `multiple_of` kept. The few below-threshold rollouts that come back carry |A| ~ 0 and, with
+minibatch size to keep every minibatch full), capped at the largest such multiple <= N. When no
+rollout reaches the threshold nothing is kept (the reference keeps `multiple_of` anyway): an
+optimizer step on zero advantages has no gradient yet still moves the weights through Adam's
+momentum and weight decay, and advances the LR schedule for nothing. The few below-threshold rollouts that come back carry |A| ~ 0 and, with
 the constant-divisor aggregation, change the gradient by at most their tiny advantage. The kept
 set is then permuted with a seeded generator (same order on every rank).
 """
@@ -40,8 +42,7 @@ def filter_by_advantage(
     # Stable sort, so ties keep their input order and the result is deterministic.
     order = sorted(range(n), key=lambda i: -score(trajectories[i]))
     n_above = sum(1 for t in trajectories if score(t) >= threshold)
-    n_keep = math.ceil(n_above / multiple_of) * multiple_of
-    n_keep = max(multiple_of, min(n_keep, (n // multiple_of) * multiple_of))
+    n_keep = min(math.ceil(n_above / multiple_of) * multiple_of, (n // multiple_of) * multiple_of)
     generator = torch.Generator().manual_seed(seed)
     perm = torch.randperm(n_keep, generator=generator).tolist()
     kept = [trajectories[order[p]] for p in perm]

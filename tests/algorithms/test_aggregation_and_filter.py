@@ -68,7 +68,8 @@ def test_filter_pos_adv_only_and_all_zero():
     assert sorted(t.advantage for t in kept) == [0.2, 0.5]
     zeros = _with_advantages([0.0] * 4)
     kept, stats = filter_by_advantage(zeros, multiple_of=2)
-    assert len(kept) == 2 and stats["filter/num_above_threshold"] == 0
+    # nothing carries signal: nothing is trained (the reference would step on 2 zero-advantage rollouts)
+    assert kept == [] and stats["filter/num_above_threshold"] == 0 and stats["adv_filtered_fraction"] == 1.0
 
 
 def test_filter_rejects_missing_advantages():

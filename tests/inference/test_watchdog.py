@@ -17,7 +17,7 @@ import pytest
 
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.config import ClientConfig
-from loop_agents.inference.protocol import InferenceFailure, SamplingParams
+from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams
 from loop_agents.inference.watchdog import HealthWatchdog
 from tests.inference.conftest import SERVED_NAME
 
@@ -32,6 +32,13 @@ def _wait_for_restart(watchdog: HealthWatchdog, restarts: int, deadline_s: float
             f"no restart within {deadline_s} s (last error {watchdog.last_error})"
         )
         time.sleep(0.5)
+
+
+def _wait_until_healthy(server, deadline_s: float = 700.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not server.check_health():
+        assert time.monotonic() < deadline, f"server not healthy within {deadline_s} s"
+        time.sleep(1.0)
 
 
 async def _fire(client: VLLMClient, n: int) -> list[object]:
@@ -67,7 +74,12 @@ def test_kill_9_mid_request_fails_fast_and_the_watchdog_restores_server_and_adap
         return outcomes, time.monotonic() - killed_at
 
     outcomes, fail_s = asyncio.run(requests_during_kill())
-    assert all(isinstance(o, InferenceFailure) for o in outcomes), outcomes
+    failures = [o for o in outcomes if isinstance(o, InferenceFailure)]
+    # The random tiny model samples its EOS early now and then, so a request may have been answered in full
+    # before the kill (or its bytes were already in the socket). Anything else must be an InferenceFailure.
+    finished = [o for o in outcomes if isinstance(o, Completion) and o.finish_reason == "stop"]
+    assert len(failures) + len(finished) == len(outcomes), outcomes
+    assert failures, f"all {len(outcomes)} requests finished before the kill: nothing was in flight"
     assert fail_s < 2.0, f"in-flight requests took {fail_s:.1f} s to fail after kill -9"
     _wait_for_restart(watchdog, 1)
     print(f"kill -9: requests failed after {fail_s:.2f} s; recovered in {watchdog.last_recovery_s:.1f} s")
@@ -89,6 +101,7 @@ def test_kill_9_mid_request_fails_fast_and_the_watchdog_restores_server_and_adap
 
 @pytest.mark.slow
 def test_sigstop_hung_server_times_out_and_is_restarted(vllm_server, watchdog):
+    _wait_until_healthy(vllm_server)  # independent of how the test before it left the server
     adapter, url, pid = vllm_server.current_adapter, vllm_server.url, vllm_server.pid
     restarts_before = watchdog.restarts
     os.killpg(pid, signal.SIGSTOP)
