@@ -34,14 +34,14 @@ def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from omegaconf import OmegaConf
-
     from loop_agents.config.load import compose_or_exit
 
     overrides, show = parse_cli(sys.argv[1:] if argv is None else argv)
     cfg = compose_or_exit(overrides)
     if show is not None:
-        print(OmegaConf.to_yaml(cfg))
+        from loop_agents.redaction import redacted_yaml
+
+        print(redacted_yaml(cfg))
         return
     if cfg.run.dry_run:
         import json

@@ -44,6 +44,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.config.validate import ConfigError
 from loop_agents.eval.cli_args import UsageError, exit_with, parse_args
+from loop_agents.redaction import redacted_yaml
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
 
 PROG = "evaluate"
@@ -632,7 +633,7 @@ def evaluate(request: EvalRequest, prep: Prepared | None = None) -> dict[str, An
     prep = prep or prepare(request)
     prep.out.mkdir(parents=True, exist_ok=True)
     (prep.out / MANIFEST).write_text(json.dumps(prep.manifest, indent=2))
-    (prep.out / "config.yaml").write_text(OmegaConf.to_yaml(prep.cfg))
+    (prep.out / "config.yaml").write_text(redacted_yaml(prep.cfg))
     store = EpisodeStore(prep.out)
     saved = store.load()
     pending = {

@@ -7,11 +7,11 @@ Pure functions, so the exact flags are testable without starting a server. Diffe
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 
 from loop_agents.inference.config import InferenceConfig
+from loop_agents.redaction import child_environment
 
 # Variables set by torchrun / accelerate / our own launcher that would make vLLM think it is one rank of the
 # learner's process group (it then hangs on a rendezvous or grabs the wrong device).
@@ -91,7 +91,7 @@ def server_command(config: InferenceConfig, port: int) -> list[str]:
 
 def server_environment(config: InferenceConfig, base: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment: the caller's minus distributed-training variables, plus vLLM settings."""
-    env = dict(os.environ if base is None else base)
+    env = child_environment(base=base)
     for key in list(env):
         if key in _STRIPPED_EXACT or key.startswith(_STRIPPED_PREFIXES):
             del env[key]

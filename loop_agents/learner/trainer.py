@@ -46,6 +46,7 @@ from loop_agents.learner.distributed import (
 )
 from loop_agents.learner.model import load_policy
 from loop_agents.learner.scheduler import make_scheduler
+from loop_agents.redaction import redact
 from loop_agents.rollout.trajectory import Trajectory
 
 # Accumulated per optimizer step, summed across ranks.
@@ -469,7 +470,9 @@ class Learner:
                 "global_step": self.global_step,
                 "world_size": self.ctx.world_size,
             }
-            ckpt.write_json(temp / "learner_state.json", {**learner_state, "config": asdict(self.cfg)})
+            ckpt.write_json(
+                temp / "learner_state.json", {**learner_state, "config": redact(asdict(self.cfg))}
+            )
         self.ctx.barrier()
         if self.ctx.is_main:
             ckpt.commit(temp, directory)

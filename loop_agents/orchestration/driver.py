@@ -27,6 +27,7 @@ from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
+from loop_agents.redaction import redact, redacted_yaml
 
 
 def run(cfg: DictConfig) -> None:
@@ -114,7 +115,7 @@ class Driver:
             cfg.logging.wandb_mode,
             cfg.logging.wandb_project,
             cfg.logging.wandb_entity,
-            OmegaConf.to_container(cfg, resolve=True),
+            redact(OmegaConf.to_container(cfg, resolve=True)),
             run_id=state.get("wandb_run_id"),
         )
         self.schedule = make_turn_schedule(cfg.env.turn_schedule)
@@ -123,7 +124,7 @@ class Driver:
     def run(self) -> None:
         cfg = self.cfg
         if self.start_iteration == 0 and self.checkpoint is None:
-            (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+            (self.run_dir / "config.yaml").write_text(redacted_yaml(cfg))
         self.log.truncate_after(self.start_iteration)
         if self.checkpoint_metrics and not self.log.has_training_row(self.start_iteration):
             self.log.log(

@@ -13,6 +13,7 @@ import time
 import httpx
 
 from loop_agents.child_process import die_with_parent
+from loop_agents.redaction import child_environment
 
 
 def free_port() -> int:
@@ -41,7 +42,7 @@ class EnvServerProcess:
         cmd = [sys.executable, "-m", "loop_agents.envs.agentgym.server", "--env", self.env_name,
                "--host", "127.0.0.1", "--port", str(self.port)]  # fmt: skip
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-                                        preexec_fn=die_with_parent, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+                                        preexec_fn=die_with_parent, env=child_environment({"PYTHONUNBUFFERED": "1"}))  # fmt: skip
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -9,7 +9,6 @@ fresh process (as `appworld evaluate <experiment> <split>` does) and writes
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.metrics import goal_completion_by_difficulty
 from loop_agents.envs.appworld.splits import split_task_ids, task_difficulty
+from loop_agents.redaction import child_environment
 
 _RUNNER = """
 import json, sys
@@ -53,7 +53,7 @@ def run_official_evaluation(
             f"experiment {experiment_name!r} has no outputs for {len(missing)} tasks of {split!r} "
             f"under {outputs}, e.g. {missing[:3]}"
         )
-    env = dict(os.environ, APPWORLD_ROOT=str(root), APPWORLD_CACHE=str(root / ".appworld_cache"))
+    env = child_environment({"APPWORLD_ROOT": str(root), "APPWORLD_CACHE": str(root / ".appworld_cache")})
     env.pop("PYTHONPATH", None)
     done = subprocess.run(
         [str(config.python_path), "-c", _RUNNER, experiment_name, json.dumps(task_ids)],

@@ -22,6 +22,7 @@ import httpx
 
 from loop_agents.child_process import die_with_parent
 from loop_agents.envs.appworld.config import AppWorldConfig
+from loop_agents.redaction import child_environment
 
 
 class ServerError(RuntimeError):
@@ -50,11 +51,12 @@ class AppWorldServer:
     def spawn(self) -> None:
         """Starts the process (returns at once; `wait_ready` waits for HTTP)."""
         root = self.config.root_path
-        env = dict(os.environ)
-        env.update(
-            APPWORLD_ROOT=str(root),
-            APPWORLD_CACHE=str(root / ".appworld_cache"),
-            PYTHONUNBUFFERED="1",
+        env = child_environment(
+            {
+                "APPWORLD_ROOT": str(root),
+                "APPWORLD_CACHE": str(root / ".appworld_cache"),
+                "PYTHONUNBUFFERED": "1",
+            }
         )
         env.pop("PYTHONPATH", None)  # nothing of the main venv may leak into the AppWorld venv
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
