@@ -24,6 +24,15 @@ class LoraConfig:
 
 
 @dataclass
+class TinyModelConfig:
+    hidden_size: int = 64  # width of the tiny model (a multiple of num_heads)
+    num_layers: int = 2  # decoder layers
+    num_heads: int = 2  # attention heads (a multiple of num_kv_heads)
+    num_kv_heads: int = 1  # key/value heads (grouped-query attention)
+    intermediate_size: int = 192  # MLP width
+
+
+@dataclass
 class LLMConfig:
     name: str = MISSING  # preset name, for logs
     model_path: str = (
@@ -39,6 +48,9 @@ class LLMConfig:
     temperature: float = 1.0  # sampling temperature for training rollouts
     eval_temperature: float = 0.0  # sampling temperature for evaluation (0 = greedy)
     lora: LoraConfig = field(default_factory=LoraConfig)  # adapter settings
+    tiny: TinyModelConfig = field(
+        default_factory=TinyModelConfig
+    )  # size of the model `model_path: tiny` builds
 
 
 @dataclass

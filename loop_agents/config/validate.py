@@ -47,6 +47,11 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "llm.max_new_tokens": (1, True),
     "llm.temperature": (0.0, True),
     "llm.lora.r": (1, True),
+    "llm.tiny.hidden_size": (1, True),
+    "llm.tiny.num_layers": (1, True),
+    "llm.tiny.num_heads": (1, True),
+    "llm.tiny.num_kv_heads": (1, True),
+    "llm.tiny.intermediate_size": (1, True),
     "learner.max_seq_len": (16, True),
     "learner.micro_batch_tokens": (16, True),
     "env.concurrency": (1, True),
@@ -92,6 +97,7 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value} is out of range; it must be <= {high}")
     _validate_turn_schedule(cfg)
     _validate_gpu_allocation(cfg)
+    _validate_tiny_model(cfg)
     if cfg.learner.max_seq_len > cfg.llm.max_model_len:
         raise ConfigError(
             f"learner.max_seq_len={cfg.learner.max_seq_len} exceeds llm.max_model_len={cfg.llm.max_model_len}; "
@@ -101,6 +107,18 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             "rollout.async_one_step_off=true needs algorithm.recompute_old_logprobs=false: the ratio must be taken "
             "against the sampling policy's logprobs"
+        )
+
+
+def _validate_tiny_model(cfg: DictConfig) -> None:
+    tiny = cfg.llm.tiny
+    if tiny.hidden_size % tiny.num_heads:
+        raise ConfigError(
+            f"llm.tiny.hidden_size={tiny.hidden_size} must be a multiple of llm.tiny.num_heads={tiny.num_heads}"
+        )
+    if tiny.num_heads % tiny.num_kv_heads:
+        raise ConfigError(
+            f"llm.tiny.num_heads={tiny.num_heads} must be a multiple of llm.tiny.num_kv_heads={tiny.num_kv_heads}"
         )
 
 

@@ -29,7 +29,8 @@ def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
 
     out = run_dir / "tiny_model"
     if not (out / "config.json").exists():
-        build_tiny_model(out, TinyModelSpec(chat_template=cfg.llm.chat_template, seed=cfg.run.seed))
+        size = dict(cfg.llm.tiny)
+        build_tiny_model(out, TinyModelSpec(**size, chat_template=cfg.llm.chat_template, seed=cfg.run.seed))
     return str(out)
 
 

@@ -11,6 +11,7 @@ i.e. exactly the tokens the policy samples in the rollouts' layout.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from pathlib import Path
@@ -29,8 +30,16 @@ def sft_full_weights(
     seed: int,
     pad_id: int,
 ) -> list[float]:
-    """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss."""
+    """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss.
+
+    The learning rate decays from `lr` to 0 on a cosine over all steps, lr_t = lr * (1 + cos(pi t / T)) / 2:
+    at a constant rate the tiny models' held-out P(optimal episode) kept swinging by 30% between epochs.
+    """
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    total_steps = epochs * math.ceil(len(examples) / batch_size)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total_steps))
+    )
     rng = random.Random(seed)
     model.train()
     losses = []
@@ -55,6 +64,7 @@ def sft_full_weights(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
+            scheduler.step()
             total, steps = total + loss.item(), steps + 1
         losses.append(total / steps)
     model.eval()
