@@ -3,6 +3,12 @@
 `PolicyModel.forward` takes one packed row of several trajectories and the positions whose next
 token is trained, and returns only those tokens' log-probs (chunked, logprobs.py) and values. It
 is the FSDP2 root module, so the tied embedding / lm-head weight is unsharded inside its forward.
+
+Attention over a packed row costs N^2 for N = sum of the trajectory lengths L_i unless the
+attention kernel is varlen (`flash_attention_2` reads the restarting position ids): SDPA and eager
+build a dense block-diagonal mask. For those, a micro-batch whose padded layout is cheaper
+(k * max L_i^2 < N^2) runs as [k, max L_i] right-padded rows instead; the hidden states are then
+put back in packed order, so everything after the decoder is the same for both layouts.
 """
 
 from __future__ import annotations
@@ -14,6 +20,11 @@ from loop_agents.learner.config import LearnerConfig
 from loop_agents.learner.logprobs import chunked_token_logprobs
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def padded_is_cheaper(lengths: list[int]) -> bool:
+    """True when k right-padded rows (k * max L^2 attention scores) beat one packed row (N^2, N = sum L)."""
+    return len(lengths) > 1 and len(lengths) * max(lengths) ** 2 < sum(lengths) ** 2
 
 
 class ValueHead(nn.Module):
@@ -59,10 +70,7 @@ class PolicyModel(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """input_ids, position_ids: [1, N] (positions restart at 0 per packed trajectory);
         gather_index, targets: [n]. Returns ([n] log π(targets | prefix), [n] values or None)."""
-        # attention_mask=None + restarting position_ids → transformers builds a block-diagonal causal mask
-        hidden = self.causal_lm.model(
-            input_ids=input_ids, position_ids=position_ids, use_cache=False
-        ).last_hidden_state[0]
+        hidden = self._decoder_hidden(input_ids, position_ids)
         selected = hidden.index_select(0, gather_index)
         logprobs = chunked_token_logprobs(
             selected, self.causal_lm.lm_head.weight, targets, self.chunk_size, self.temperature
@@ -71,6 +79,33 @@ class PolicyModel(nn.Module):
         if with_values and self.value_head is not None:
             values = self.value_head(selected.detach().float())  # value gradients stay out of LoRA
         return logprobs, values
+
+    def _decoder_hidden(self, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """[N, H] last hidden states of the packed row, computed packed or padded (module docstring)."""
+        decoder = self.causal_lm.model
+        positions = position_ids[0]
+        starts = torch.nonzero(positions == 0).flatten()
+        lengths = torch.diff(starts, append=starts.new_tensor([positions.numel()]))
+        varlen = getattr(self.causal_lm.config, "_attn_implementation", "") == "flash_attention_2"
+        if varlen or not padded_is_cheaper(lengths.tolist()):
+            # attention_mask=None + restarting position_ids → block-diagonal causal attention
+            return decoder(input_ids=input_ids, position_ids=position_ids, use_cache=False).last_hidden_state[
+                0
+            ]
+        k, longest = len(lengths), int(lengths.max())
+        row = torch.repeat_interleave(torch.arange(k, device=input_ids.device), lengths)
+        padded_ids = input_ids.new_zeros(k, longest)
+        attention_mask = input_ids.new_zeros(k, longest)
+        padded_ids[row, positions] = input_ids[0]
+        attention_mask[row, positions] = 1
+        padded_positions = torch.arange(longest, device=input_ids.device).expand(k, longest)
+        hidden = decoder(
+            input_ids=padded_ids,
+            attention_mask=attention_mask,
+            position_ids=padded_positions,
+            use_cache=False,
+        ).last_hidden_state
+        return hidden[row, positions]
 
     def decoder_layers(self) -> list[nn.Module]:
         return list(self.causal_lm.model.layers)

@@ -9,6 +9,7 @@ from loop_agents import reference as ref
 from loop_agents.learner import Learner
 from loop_agents.learner.batching import balanced_assignment, micro_batches, pack
 from loop_agents.learner.logprobs import chunked_token_logprobs
+from loop_agents.learner.model import padded_is_cheaper
 from tests.learner.batch import learner_config, loop_algorithm, make_batch
 
 
@@ -52,3 +53,26 @@ def test_packed_logprobs_equal_one_by_one_reference(tiny_model_dir):
         with torch.no_grad():
             single = ref.token_logprobs(model, traj.token_ids)[torch.tensor(traj.loss_mask, dtype=torch.bool)]
         assert torch.allclose(lp, single, atol=1e-5)
+
+
+def test_padded_layout_only_when_cheaper():
+    assert padded_is_cheaper([10, 10, 10])  # 300 < 900
+    assert not padded_is_cheaper([100, 1, 1])  # 30000 > 10404: one long row with two short ones stays packed
+    assert not padded_is_cheaper([50])
+
+
+def test_padded_and_packed_layouts_give_the_same_hidden_states(tiny_model_dir):
+    learner = Learner(learner_config(tiny_model_dir, micro_token_budget=10_000), loop_algorithm())
+    batch = make_batch(seed=5)
+    assert padded_is_cheaper([len(t.token_ids) for t in batch])
+    packed = pack([t.token_ids for t in batch], [t.loss_mask for t in batch], torch.device("cpu"))
+    policy = learner.policy
+    with torch.no_grad():
+        padded_hidden = policy._decoder_hidden(packed.input_ids, packed.position_ids)
+        packed_hidden = policy.causal_lm.model(
+            input_ids=packed.input_ids, position_ids=packed.position_ids, use_cache=False
+        ).last_hidden_state[0]
+    assert (
+        padded_hidden.shape == packed_hidden.shape == (packed.num_tokens, policy.causal_lm.config.hidden_size)
+    )
+    torch.testing.assert_close(padded_hidden, packed_hidden, atol=1e-5, rtol=1e-5)
