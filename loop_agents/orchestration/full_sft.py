@@ -14,6 +14,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -29,6 +30,7 @@ def sft_full_weights(
     batch_size: int,
     seed: int,
     pad_id: int,
+    progress: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss.
 
@@ -67,6 +69,8 @@ def sft_full_weights(
             scheduler.step()
             total, steps = total + loss.item(), steps + 1
         losses.append(total / steps)
+        if progress is not None:
+            progress(len(losses), losses[-1])
     model.eval()
     return losses
 
@@ -92,7 +96,14 @@ def build_warm_model(
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, attn_implementation="eager")
     t0 = time.perf_counter()
     examples = [(list(t.token_ids), list(t.loss_mask)) for t in demonstrations]
-    losses = sft_full_weights(model, examples, epochs, lr, batch_size, seed, tokenizer.pad_token_id)
+
+    def progress(epoch: int, loss: float) -> None:
+        print(
+            f"[warm start] epoch {epoch}/{epochs}: loss {loss:.3f} ({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+
+    losses = sft_full_weights(model, examples, epochs, lr, batch_size, seed, tokenizer.pad_token_id, progress)
     temp = out_dir.parent / f".{out_dir.name}.tmp"
     model.save_pretrained(temp, safe_serialization=True)
     tokenizer.save_pretrained(temp)
