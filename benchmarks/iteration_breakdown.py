@@ -15,7 +15,9 @@ reads each run's `metrics.jsonl`:
 
 Both sides use `algorithm.recompute_old_logprobs=false` (async requires it, see validate.py), so the
 ratio measures the overlap alone, not the removed recompute pass; the warm start is skipped
-(`learner.sft_epochs=0`) to keep the run short, so episodes are those of the untrained tiny model.
+(`learner.sft_epochs=0`) to keep the run short, so episodes are those of the untrained tiny model, whose
+rewards are all 0: `algorithm.abs_adv_threshold=0` keeps every rollout so the learner still does the full
+iteration's work (LOOP's filter would otherwise drop them all and `learn` would time nothing).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def overrides(run_dir: str, iterations: int, tasks: int, k: int, asynchronous: b
         f"algorithm.rollouts_per_task={k}",
         f"algorithm.minibatch_size={tasks * k // 2}",
         "algorithm.recompute_old_logprobs=false",
+        "algorithm.abs_adv_threshold=0.0",  # untrained model, zero advantages: still train on every rollout
         "learner.sft_epochs=0",
         "learner.stress_test=false",
         "eval.every_n_iterations=2",
@@ -92,7 +95,14 @@ def run_once(asynchronous: bool, tag: str, iterations: int, tasks: int, k: int, 
         "generated_tokens_per_iteration": round(
             statistics.mean(r.get("rollout/generated_tokens", 0.0) for r in steady), 1
         ),
+        "rollouts_per_iteration": [r.get("rollout/count", 0.0) for r in rows],
+        "lost_per_iteration": [r.get("collect/lost", 0) for r in rows],
+        "inference_error_fraction": [round(r.get("rollout/finish_inference_error", 0.0), 3) for r in rows],
+        "trained_trajectories": [r.get("learn/num_trajectories", 0.0) for r in rows],
     }
+    # A side whose steady iterations collected (almost) nothing did not do the work being timed.
+    expected = tasks * k
+    result["valid"] = all(r.get("rollout/count", 0.0) >= 0.9 * expected for r in steady)
     shutil.rmtree(run_dir, ignore_errors=True)
     return result
 
@@ -105,6 +115,7 @@ def run(rounds: int = 2, iterations: int = 5, tasks: int = 8, k: int = 4, timeou
             res = run_once(asynchronous, f"r{r}", iterations, tasks, k, timeout_s)
             runs[res["mode"]].append(res)
             print(json.dumps(res), file=sys.stderr, flush=True)
+    valid = all(x["valid"] for rs in runs.values() for x in rs)
     best = {m: min(rs, key=lambda x: x["steady_s"]) for m, rs in runs.items()}
     per_round = [s["steady_s"] / a["steady_s"] for s, a in zip(runs["sync"], runs["async"], strict=True)]
     speedup = statistics.median(per_round)
@@ -123,7 +134,9 @@ def run(rounds: int = 2, iterations: int = 5, tasks: int = 8, k: int = 4, timeou
             p: round(v / max(sum(sync_b.values()), 1e-9), 3) for p, v in sync_b.items()
         },
         "runs": runs,
-        "ratio": round(speedup, 3),
+        "valid": valid,
+        "ratio": round(speedup, 3) if valid else None,
+        "ratio_if_invalid": None if valid else round(speedup, 3),
     }
 
 
@@ -132,12 +145,18 @@ def bench(quick: bool = False) -> dict:
     result = run(rounds=1, iterations=4) if quick else run()
     b, f = result["breakdown_sync_s"], result["breakdown_sync_fraction"]
     parts = ", ".join(f"{p} {b[p]:.1f} s ({100 * f[p]:.0f}%)" for p in PARTS)
+    invalid = (
+        ""
+        if result["valid"]
+        else " INVALID: a side's steady iterations collected fewer than 90% of their rollouts "
+        f"(speed-up as timed {result['ratio_if_invalid']}x is not a like-for-like ratio; see details)"
+    )
     return {
         **result,
         "ratio_definition": "wall time of iterations 2..N synchronous / async one-step-off, same demo-like "
         "config, median over alternating rounds (server start-up excluded)",
         "summary": f"sync {result['sync_iteration_s']:.1f} s/iteration ({parts}; eval in background) vs "
-        f"async {result['async_iteration_s']:.1f} s/iteration ({result['sizes']})",
+        f"async {result['async_iteration_s']:.1f} s/iteration ({result['sizes']}){invalid}",
     }
 
 
