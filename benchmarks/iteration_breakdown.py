@@ -151,12 +151,13 @@ def bench(quick: bool = False) -> dict:
         else " INVALID: a side's steady iterations collected fewer than 90% of their rollouts "
         f"(speed-up as timed {result['ratio_if_invalid']}x is not a like-for-like ratio; see details)"
     )
+    loads = "/".join(f"{x['load_avg_1m']:g}" for m in ("sync", "async") for x in result["runs"][m])
     return {
         **result,
         "ratio_definition": "wall time of iterations 2..N synchronous / async one-step-off, same demo-like "
         "config, median over alternating rounds (server start-up excluded)",
         "summary": f"sync {result['sync_iteration_s']:.1f} s/iteration ({parts}; eval in background) vs "
-        f"async {result['async_iteration_s']:.1f} s/iteration ({result['sizes']}){invalid}",
+        f"async {result['async_iteration_s']:.1f} s/iteration ({result['sizes']}; load sync/async {loads}){invalid}",
     }
 
 

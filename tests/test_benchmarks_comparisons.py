@@ -32,7 +32,7 @@ def test_trl_compare_our_config_matches_the_trl_side(tmp_path):
     assert cfg.algorithm.kl_coef == 0.0 and cfg.algorithm.std_normalize
     assert cfg.algorithm.clip_low == 0.8 and cfg.algorithm.clip_high == 1.2
     assert cfg.llm.max_new_tokens == trl_compare.MAX_NEW_TOKENS and cfg.llm.lora.r == 8
-    assert cfg.env.concurrency >= trl_compare.GROUP_SIZE * trl_compare.TASKS_PER_GENERATION
+    assert cfg.env.concurrency == trl_compare.CONCURRENCY
     ids = trl_compare.prompt_order(2)
     assert len(ids) == 2 * trl_compare.TASKS_PER_GENERATION and set(ids) <= set(task_ids("train"))
 
