@@ -34,7 +34,7 @@ def run(cfg: DictConfig) -> None:
     """Entry point called by train.py on every rank."""
     dist = Distributed.from_environment(cfg.gpu_allocation.device)
     run_dir = Path(cfg.run.dir)
-    model_path = dist.on_driver_first(lambda: _model_path(cfg, run_dir))
+    model_path = dist.on_driver_first(lambda: policy_model_path(cfg, run_dir))
     learner = C.build_learner(cfg, model_path)
     checkpoint = C.latest_checkpoint(run_dir)
     state = learner.load_checkpoint(checkpoint) if checkpoint else {}
@@ -52,7 +52,7 @@ def run(cfg: DictConfig) -> None:
         dist.shutdown()
 
 
-def _model_path(cfg: DictConfig, run_dir: Path) -> str:
+def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     """The policy's base model; with a full-weight warm start, the SFT'd copy (built once, cached)."""
     base = C.resolve_model(cfg, run_dir)
     if cfg.learner.sft_epochs == 0 or cfg.learner.sft_target != "full":
