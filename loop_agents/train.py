@@ -50,9 +50,14 @@ def main(argv: list[str] | None = None) -> None:
 
         print(json.dumps(plan(cfg), indent=2))
         return
+    from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
 
-    run(cfg)
+    try:
+        run(cfg)
+    except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
+        print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ A directory without `done` is incomplete and is never resumed from.
 
 from __future__ import annotations
 
+import io
 import json
+import pickle
 import random
 import re
 import shutil
@@ -25,6 +27,109 @@ import torch
 
 DONE_MARKER = "done"
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written (full disk, unwritable directory) or read (corrupted, other model)."""
+
+
+def write_failure(directory: Path, err: Exception) -> CheckpointError:
+    """The error for a failed checkpoint write: the path, the OS reason, and what is still safe on disk."""
+    previous = latest_complete_checkpoint(directory.parent)
+    if isinstance(err, OSError):
+        reason = f"{err.strerror or err}" + (f" ({err.filename})" if err.filename else "")
+    else:
+        reason = " ".join(str(err).split())
+    try:
+        reason += f"; {shutil.disk_usage(directory.parent).free / 2**20:.0f} MiB free on its disk"
+    except OSError:
+        pass
+    kept = (
+        f"the previous checkpoint {previous} is intact; free space or fix permissions, then rerun to resume from it"
+        if previous is not None
+        else "no earlier checkpoint exists in this directory"
+    )
+    return CheckpointError(f"could not write checkpoint {directory}: {reason}; nothing was committed, {kept}")
+
+
+class _RecordingWriter(io.RawIOBase):
+    """A binary file that remembers the OSError of a failed write (torch.save reports it as a cryptic
+    `RuntimeError: ... unexpected pos`)."""
+
+    def __init__(self, raw: io.BufferedWriter) -> None:
+        super().__init__()
+        self.raw, self.error = raw, None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        try:
+            return self.raw.write(data)
+        except OSError as err:
+            self.error = self.error or err
+            raise
+
+
+def save_torch(obj: Any, path: Path) -> None:
+    """torch.save that raises the OSError (ENOSPC, EFBIG, EACCES, with the file name) of a failed write."""
+    with open(path, "wb") as raw:
+        writer = _RecordingWriter(raw)
+        try:
+            torch.save(obj, writer)
+        except RuntimeError as err:
+            if writer.error is None:
+                raise
+            error = writer.error
+            error.filename = error.filename or str(path)
+            raise error from err
+
+
+def read_checkpoint_files(directory: Path, rank: int = 0) -> dict[str, Any]:
+    """Every file the learner restores, read into memory; an unreadable one raises CheckpointError."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    rng = directory / f"rng_rank{rank}.pt"
+    readers = {
+        "trainable.safetensors": lambda path: load_file(path),
+        "optimizer.pt": lambda path: torch.load(path, weights_only=False),
+        "scheduler.pt": lambda path: torch.load(path, weights_only=False),
+        "extra_state.pt": lambda path: torch.load(path, weights_only=False),
+        "learner_state.json": lambda path: json.loads(path.read_text()),
+        "rng": lambda _: torch.load(rng if rng.exists() else directory / "rng_rank0.pt", weights_only=False),
+    }
+    files = {}
+    for name, read in readers.items():
+        try:
+            files[name] = read(directory / name)
+        except (OSError, RuntimeError, ValueError, EOFError, SafetensorError, pickle.UnpicklingError) as err:
+            reason = " ".join(str(err).split())[:300]
+            raise CheckpointError(
+                f"checkpoint {directory} is corrupted: {name} cannot be read ({type(err).__name__}: {reason}); "
+                f"delete {directory} to resume from the checkpoint before it"
+            ) from err
+    return files
+
+
+def check_fits_model(
+    directory: Path, state: dict[str, torch.Tensor], model_shapes: dict[str, tuple[int, ...]]
+) -> None:
+    """Raise CheckpointError unless `state` has exactly the model's trainable tensors, shape for shape."""
+    config_file = directory / "learner_state.json"
+    saved_from = json.loads(config_file.read_text()).get("config", {}).get("model_path", "?")
+    hint = f"(saved from base model {saved_from}: a different base model or LoRA layout?)"
+    if set(state) != set(model_shapes):
+        names = sorted(set(state) ^ set(model_shapes))[:4]
+        raise CheckpointError(
+            f"checkpoint {directory} trainable tensors do not match the model: {names} {hint}"
+        )
+    for name, shape in model_shapes.items():
+        if tuple(state[name].shape) != shape:
+            raise CheckpointError(
+                f"checkpoint {directory} does not fit the model: {name} has shape {tuple(state[name].shape)} "
+                f"in the checkpoint but {shape} in the model {hint}"
+            )
 
 
 def checkpoint_name(iteration: int) -> str:

@@ -16,7 +16,6 @@ Choices (compare loop_agents/reference.py, the readable oracle this must agree w
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from contextlib import nullcontext
@@ -448,23 +447,44 @@ class Learner:
         """Atomic checkpoint (see checkpoint.py for the layout). Collective: call on every rank."""
         import shutil
 
-        from safetensors.torch import save_file
+        from safetensors import SafetensorError
 
         directory = Path(directory)
         temp = ckpt.temp_dir_for(directory)
         state = self.trainable_state()
         optimizer_state = self._optimizer_state()
-        if self.ctx.is_main:
+        try:
+            if self.ctx.is_main:
+                shutil.rmtree(temp, ignore_errors=True)
+                temp.mkdir(parents=True)
+            self.ctx.barrier()
+            ckpt.save_torch(ckpt.rng_state(), temp / f"rng_rank{self.ctx.rank}.pt")
+            self._write_checkpoint(temp, directory, state, optimizer_state, extra_state)
+        except (OSError, RuntimeError, SafetensorError) as err:
+            # full disk (ENOSPC, EFBIG) or an unwritable directory: OSError from Python's own writes,
+            # RuntimeError from torch.save's and safetensors' native writers
             shutil.rmtree(temp, ignore_errors=True)
-            temp.mkdir(parents=True)
+            raise ckpt.write_failure(directory, err) from err
         self.ctx.barrier()
-        torch.save(ckpt.rng_state(), temp / f"rng_rank{self.ctx.rank}.pt")
+        return directory
+
+    def _write_checkpoint(
+        self,
+        temp: Path,
+        directory: Path,
+        state: dict[str, torch.Tensor],
+        optimizer_state: dict[str, Any],
+        extra_state: dict[str, Any] | None,
+    ) -> None:
+        """Rank 0 writes the files into `temp`, then commits it as `directory` and prunes old checkpoints."""
+        from safetensors.torch import save_file
+
         if self.ctx.is_main:
             ckpt.save_adapter(temp / "adapter", self.policy.peft_model, self._peft_state(state))
             save_file({k: v.contiguous() for k, v in state.items()}, temp / "trainable.safetensors")
-            torch.save(optimizer_state, temp / "optimizer.pt")
-            torch.save(self.scheduler.state_dict(), temp / "scheduler.pt")
-            torch.save(extra_state or {}, temp / "extra_state.pt")
+            ckpt.save_torch(optimizer_state, temp / "optimizer.pt")
+            ckpt.save_torch(self.scheduler.state_dict(), temp / "scheduler.pt")
+            ckpt.save_torch(extra_state or {}, temp / "extra_state.pt")
             learner_state = {
                 "iteration": self.iteration,
                 "global_step": self.global_step,
@@ -478,23 +498,21 @@ class Learner:
             ckpt.commit(temp, directory)
             if ckpt.CHECKPOINT_PATTERN.match(directory.name) and self.cfg.keep_checkpoints > 0:
                 ckpt.prune_checkpoints(directory.parent, self.cfg.keep_checkpoints)
-        self.ctx.barrier()
-        return directory
 
     def load_checkpoint(self, directory: str | Path) -> dict[str, Any]:
-        """Restore weights, optimizer, scheduler, counters and RNG; return the driver's extra_state."""
-        from safetensors.torch import load_file
+        """Restore weights, optimizer, scheduler, counters and RNG; return the driver's extra_state.
+
+        Every file is read and checked against the model before anything is changed: a corrupted
+        checkpoint or one saved from another base model raises CheckpointError naming the file.
+        """
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
         directory = Path(directory)
         if not ckpt.is_complete(directory):
             raise ValueError(f"checkpoint {directory} is incomplete (no '{ckpt.DONE_MARKER}' marker)")
-        state = load_file(directory / "trainable.safetensors")
-        params = self.policy.named_trainable()
-        if set(state) != set(params):
-            raise ValueError(
-                f"checkpoint {directory} trainable tensors do not match the model: {sorted(set(state) ^ set(params))[:4]}"
-            )
+        files = ckpt.read_checkpoint_files(directory, self.ctx.rank)
+        state, params = files["trainable.safetensors"], self.policy.named_trainable()
+        ckpt.check_fits_model(directory, state, {n: tuple(p.shape) for n, p in params.items()})
         with torch.no_grad():
             for name, param in params.items():
                 full = state[name].to(device=self.ctx.device, dtype=param.dtype)
@@ -505,19 +523,15 @@ class Learner:
                     param.to_local().copy_(shard.to_local())
                 else:
                     param.copy_(full)
-        optimizer_state = torch.load(directory / "optimizer.pt", weights_only=False)
         set_optimizer_state_dict(
             self.policy,
             self.optimizer,
-            optimizer_state,
+            files["optimizer.pt"],
             options=StateDictOptions(full_state_dict=self.ctx.enabled),
         )
-        self.scheduler.load_state_dict(torch.load(directory / "scheduler.pt", weights_only=False))
-        learner_state = json.loads((directory / "learner_state.json").read_text())
+        self.scheduler.load_state_dict(files["scheduler.pt"])
+        learner_state = files["learner_state.json"]
         self.iteration, self.global_step = learner_state["iteration"], learner_state["global_step"]
-        rng_file = directory / f"rng_rank{self.ctx.rank}.pt"
-        ckpt.set_rng_state(
-            torch.load(rng_file if rng_file.exists() else directory / "rng_rank0.pt", weights_only=False)
-        )
+        ckpt.set_rng_state(files["rng"])
         self.ctx.barrier()
-        return torch.load(directory / "extra_state.pt", weights_only=False)
+        return files["extra_state.pt"]

@@ -1,0 +1,55 @@
+"""Subprocess of the full-disk test: `python -m tests.learner.full_disk_worker MODEL RUN_DIR OUT_JSON`.
+
+Saves checkpoint-1, then lowers RLIMIT_FSIZE below the size of checkpoint-1's largest file (the kernel
+then fails that write with EFBIG, for root too, as a full disk fails it with ENOSPC) and saves
+checkpoint-2. With the limit lifted again, a fresh learner resumes from checkpoint-1.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from pathlib import Path
+
+import torch
+
+from loop_agents.algorithms import compute_advantages
+from loop_agents.learner import Learner
+from loop_agents.learner.checkpoint import CheckpointError
+from tests.learner.batch import learner_config, loop_algorithm, make_batch
+
+
+def _step(learner: Learner, seed: int) -> None:
+    batch = make_batch(seed=seed)
+    compute_advantages(batch, loop_algorithm())
+    learner.train_iteration(batch)
+
+
+def main() -> None:
+    model_dir, run_dir, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    learner = Learner(learner_config(model_dir, epochs=1), loop_algorithm())
+    _step(learner, 1)
+    learner.save_checkpoint(run_dir / "checkpoint-1", {"iteration": 1})
+    saved = learner.trainable_state()
+    largest = max(
+        (p for p in (run_dir / "checkpoint-1").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size
+    )
+    _step(learner, 2)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (largest.stat().st_size - 1, hard))
+    try:
+        learner.save_checkpoint(run_dir / "checkpoint-2", {"iteration": 2})
+        error = None
+    except CheckpointError as err:
+        error = str(err)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    fresh = Learner(learner_config(model_dir, epochs=1), loop_algorithm())
+    extra = fresh.load_checkpoint(run_dir / "checkpoint-1")
+    same = all(torch.equal(fresh.trainable_state()[k], v) for k, v in saved.items())
+    out.write_text(json.dumps({"error": error, "largest": largest.name, "extra": extra, "same": same}))
+
+
+if __name__ == "__main__":
+    main()
