@@ -9,12 +9,15 @@ blocks a publish. A dead evaluator is recreated and its evaluation is submitted 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.orchestration.placement import plan
+
+MAX_EVAL_ATTEMPTS = 3  # evaluators one evaluation may use up before it is given up
 
 
 def init_ray(cfg: DictConfig) -> None:
@@ -59,7 +62,8 @@ class Cluster:
         self.evaluator = self._new_evaluator() if cfg.eval.enabled else None
         self.adapter: str | None = None
         self._version = 0
-        self._evals: dict[int, Any] = {}  # iteration -> (ObjectRef, checkpoint path)
+        self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
+        self.evaluator_restarts = 0
 
     @property
     def time_shared(self) -> bool:
@@ -125,10 +129,18 @@ class Cluster:
         shutil.rmtree(adapter, ignore_errors=True)
         shutil.copytree(Path(checkpoint) / "adapter", adapter)
         ray.get([s.load_adapter.remote(str(adapter), name) for s in self.servers])
+        self._start_eval(iteration, Path(checkpoint), max_turns, attempt=1)
+
+    def _start_eval(self, iteration: int, checkpoint: Path, max_turns: int, attempt: int) -> None:
+        """Run the evaluation of `eval-<iteration>` (its adapter is loaded on the servers) on the evaluator."""
         ref = self.evaluator.evaluate.remote(
-            self.cfg.eval.split, name, self.cfg.eval.max_tasks, self.cfg.eval.runs_per_task, max_turns
+            self.cfg.eval.split,
+            f"eval-{iteration}",
+            self.cfg.eval.max_tasks,
+            self.cfg.eval.runs_per_task,
+            max_turns,
         )
-        self._evals[iteration] = (ref, Path(checkpoint), max_turns)
+        self._evals[iteration] = (ref, self.evaluator, checkpoint, max_turns, attempt)
 
     def finished_evals(self, wait: bool = False) -> list[tuple[int, dict[str, float]]]:
         """Evaluations that have finished (all of them if `wait`); a crashed evaluator is replaced and
@@ -136,28 +148,56 @@ class Cluster:
         import ray
 
         done = []
-        for iteration in sorted(self._evals):
-            ref, checkpoint, max_turns = self._evals[iteration]
-            ready, _ = ray.wait([ref], timeout=None if wait else 0)
-            if not ready:
-                continue
-            del self._evals[iteration]
-            try:
-                trajectories, metrics = ray.get(ref)
-            except ray.exceptions.RayActorError:
-                self.evaluator = self._new_evaluator()
-                self.submit_eval(checkpoint, iteration, max_turns)
-                if wait:
-                    done.extend(self.finished_evals(wait=True))
-                continue
-            from loop_agents.orchestration.run_log import RunLog
+        while True:
+            for iteration in sorted(self._evals):
+                ref, evaluator, checkpoint, max_turns, attempt = self._evals[iteration]
+                ready, _ = ray.wait([ref], timeout=None if wait else 0)
+                if not ready:
+                    continue
+                del self._evals[iteration]
+                try:
+                    trajectories, metrics = ray.get(ref)
+                except ray.exceptions.RayActorError as err:
+                    self._evaluator_died(evaluator, iteration, checkpoint, max_turns, attempt, err)
+                    continue
+                from loop_agents.orchestration.run_log import RunLog
 
-            RunLog(self.run_dir).save_rollouts(trajectories, iteration, name=f"eval/{self.cfg.eval.split}")
-            metrics["eval/iteration"] = iteration
-            self._record(checkpoint, iteration, metrics)
+                RunLog(self.run_dir).save_rollouts(
+                    trajectories, iteration, name=f"eval/{self.cfg.eval.split}"
+                )
+                metrics["eval/iteration"] = iteration
+                metrics["eval/attempts"] = attempt
+                self._record(checkpoint, iteration, metrics)
+                self._unload(f"eval-{iteration}")
+                done.append((iteration, metrics))
+            if not wait or not self._evals:  # with `wait`, also the evaluations resubmitted above
+                return done
+
+    def _evaluator_died(
+        self, evaluator, iteration: int, checkpoint: Path, max_turns: int, attempt: int, err: Exception
+    ) -> None:
+        """Replace a dead evaluator (once per death) and run its missed evaluations again on the new one.
+
+        The adapter under evaluation stays loaded on the servers and its copy under `eval_adapters/`
+        is kept, so the rerun works even if the checkpoint was pruned meanwhile. An evaluation that
+        killed `MAX_EVAL_ATTEMPTS` evaluators is given up (logged), so training never loops on it.
+        """
+        if self.evaluator is evaluator:  # not yet replaced for an earlier evaluation of the same death
+            self.evaluator = self._new_evaluator()
+            self.evaluator_restarts += 1
+        print(
+            f"[cluster] evaluator died during the evaluation of iteration {iteration} (attempt {attempt}): "
+            f"{type(err).__name__}; running it again on a new evaluator",
+            flush=True,
+        )
+        if attempt >= MAX_EVAL_ATTEMPTS:
+            print(
+                f"[cluster] evaluation of iteration {iteration} given up after {attempt} attempts", flush=True
+            )
             self._unload(f"eval-{iteration}")
-            done.append((iteration, metrics))
-        return done
+            shutil.rmtree(self.run_dir / "eval_adapters" / f"iter_{iteration:06d}", ignore_errors=True)
+            return
+        self._start_eval(iteration, checkpoint, max_turns, attempt + 1)
 
     def _record(self, checkpoint: Path, iteration: int, metrics: dict[str, float]) -> None:
         """Write the scores beside the checkpoint and keep `checkpoints/best/` (adapter + eval.json)."""
