@@ -12,6 +12,8 @@ import pytest
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.errors import AdapterError, InvalidInferenceRequest
 from loop_agents.inference.protocol import SamplingParams
+from loop_agents.inference.random_adapter import write_random_lora_adapter
+from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 from tests.inference.conftest import SERVED_NAME
 
 PROMPT = [5, 6, 7, 8, 9]
@@ -120,6 +122,17 @@ def test_bad_adapters_are_rejected_with_clear_errors(vllm_server, lora_adapters,
     before = vllm_server.current_adapter or vllm_server.publish_adapter(lora_adapters["a"])
     with pytest.raises(AdapterError, match="rank 16 > the server's max_lora_rank 8"):
         vllm_server.publish_adapter(lora_adapters["rank16"])
+    narrow = build_tiny_model(tmp_path / "tiny_h32", TinyModelSpec(hidden_size=32, intermediate_size=96))
+    foreign = write_random_lora_adapter(narrow, tmp_path / "foreign", seed=4)  # same names, other shapes
+    with pytest.raises(AdapterError) as info:
+        vllm_server.publish_adapter(foreign)
+    assert str(info.value) == (
+        f"adapter {foreign.resolve()} does not fit the served model {vllm_server.config.model_path}: "
+        "base_model.model.model.layers.0.mlp.down_proj.lora_A.weight has shape [8, 96], expected [r, 192] "
+        "in a model of 2 layers (trained on a different base model?)"
+    )
+    with pytest.raises(AdapterError, match="does not fit the served model"):
+        vllm_server.load_adapter(foreign, "eval-foreign")
     with pytest.raises(AdapterError, match="no adapter_config.json"):
         vllm_server.publish_adapter(tmp_path)
     with pytest.raises(AdapterError, match="already loaded"):
