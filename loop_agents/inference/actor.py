@@ -53,16 +53,19 @@ class InferenceServer:
         """Process id of the server's API process (for tests and diagnostics)."""
         return self.server.pid
 
-    def publish_adapter(self, adapter_path: str, name: str | None = None) -> str:
-        """Serve a new LoRA adapter; returns its name. No request samples from the previous one afterwards."""
-        return self.server.publish_adapter(adapter_path, name=name)
+    def publish_adapter(
+        self, adapter_path: str, name: str | None = None, retain_previous: bool = False
+    ) -> str:
+        """Serve a new LoRA adapter; returns its name. No request samples from the previous one afterwards,
+        unless `retain_previous` keeps it loaded for a collection in flight (then `unload_adapter` it)."""
+        return self.server.publish_adapter(adapter_path, name=name, retain_previous=retain_previous)
 
     def load_adapter(self, adapter_path: str, name: str) -> str:
         """Load an extra adapter (evaluation) beside the published one."""
         return self.server.load_adapter(adapter_path, name)
 
     def unload_adapter(self, name: str) -> None:
-        """Unload an adapter loaded with load_adapter."""
+        """Unload an adapter loaded with load_adapter or retained by publish_adapter."""
         self.server.unload_adapter(name)
 
     def current_adapter(self) -> str | None:

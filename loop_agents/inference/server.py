@@ -191,9 +191,18 @@ class VLLMServer:
 
     # ---------------------------------------------------------------- adapters
     def publish_adapter(
-        self, adapter_path: str | Path, name: str | None = None, clients: Iterable[AdapterFollower] = ()
+        self,
+        adapter_path: str | Path,
+        name: str | None = None,
+        clients: Iterable[AdapterFollower] = (),
+        retain_previous: bool = False,
     ) -> str:
-        """Serve the adapter at `adapter_path` to all new requests; returns its name. See the module docstring."""
+        """Serve the adapter at `adapter_path` to all new requests; returns its name. See the module docstring.
+
+        `retain_previous`: the adapter being replaced stays loaded as an extra adapter, and its requests run
+        on undrained (async one-step-off: a collection already in flight samples from it); the caller
+        unloads it with `unload_adapter` when that collection is done.
+        """
         path = str(Path(adapter_path).resolve())
         validate_adapter_dir(
             path, self.config.max_lora_rank if self.config.enable_lora else 0, self.config.model_path
@@ -206,13 +215,18 @@ class VLLMServer:
             if name == self.current_adapter or name in self.extra_adapters:
                 raise AdapterError(f"adapter name {name!r} is already loaded; publish under a new name")
             self._load_adapter(name, path)
-            old = self.current_adapter
+            old, old_path = self.current_adapter, self.current_adapter_path
             self.current_adapter, self.current_adapter_path = name, path
             for client in clients:
                 client.use_adapter(name)
-            if old is not None:
-                self._admin_post("/v1/unload_lora_adapter", {"lora_name": old})
-            self._drain_and_clear_cache()
+            if retain_previous:
+                # vLLM keys cached prefix blocks by adapter, so the old adapter's blocks are never reused
+                if old is not None:
+                    self.extra_adapters[old] = old_path
+            else:
+                if old is not None:
+                    self._admin_post("/v1/unload_lora_adapter", {"lora_name": old})
+                self._drain_and_clear_cache()
             self.last_publish_s = time.monotonic() - started
             return name
 
@@ -230,7 +244,8 @@ class VLLMServer:
             return name
 
     def unload_adapter(self, name: str) -> None:
-        """Unload an extra adapter loaded with load_adapter (the published one is replaced by publish_adapter)."""
+        """Unload an extra adapter (from load_adapter, or one publish_adapter retained); the published one is
+        replaced by publish_adapter."""
         with self._lock:
             if name not in self.extra_adapters:
                 raise AdapterError(

@@ -2,6 +2,8 @@
 
 Weights reach inference as LoRA adapter files: `publish` loads the checkpoint's adapter under a new
 name on every server and switches the rollout worker to it (vLLM's runtime LoRA API, milliseconds).
+With async one-step-off, the collection already in flight samples from the adapter being replaced,
+so that one stays loaded until the collection returns.
 The evaluator shares the servers under its own adapter name (`eval-<iteration>`), so evaluating never
 blocks a publish. A dead evaluator is recreated and its evaluation is submitted again.
 """
@@ -62,6 +64,8 @@ class Cluster:
         self.evaluator = self._new_evaluator() if cfg.eval.enabled else None
         self.adapter: str | None = None
         self._version = 0
+        self._collecting: dict[Any, str | None] = {}  # collection in flight -> the adapter it samples from
+        self._retained: set[str] = set()  # replaced adapters kept loaded for a collection in flight
         self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
         self.evaluator_restarts = 0
 
@@ -92,7 +96,11 @@ class Cluster:
 
         self._version = version
         name = f"policy-{version}"
-        ray.get([s.publish_adapter.remote(str(adapter_dir), name) for s in self.servers])
+        previous = self.adapter
+        retain = previous is not None and previous in self._collecting.values()  # async: still sampled
+        ray.get([s.publish_adapter.remote(str(adapter_dir), name, retain) for s in self.servers])
+        if retain:
+            self._retained.add(previous)
         self.adapter = name
         return name
 
@@ -103,14 +111,23 @@ class Cluster:
 
     def submit_collect(self, task_ids: list[str], k: int, max_turns: int, group_prefix: str, seed: int):
         """Start collecting K rollouts per task on the current adapter; returns a handle for `wait`."""
-        return self.worker.collect.remote(
+        handle = self.worker.collect.remote(
             task_ids, k, max_turns, self.adapter, group_prefix, seed, policy_version=self._version
         )
+        self._collecting[handle] = self.adapter
+        return handle
 
     def wait(self, handle) -> tuple[list, dict[str, float]]:
+        """The collection's (rollouts, metrics); then unloads a retained adapter no collection samples any more."""
         import ray
 
-        return ray.get(handle)
+        try:
+            return ray.get(handle)
+        finally:
+            self._collecting.pop(handle, None)
+            for name in sorted(self._retained - set(self._collecting.values())):
+                ray.get([s.unload_adapter.remote(name) for s in self.servers])
+                self._retained.discard(name)
 
     def submit_eval(self, checkpoint: Path, iteration: int, max_turns: int) -> None:
         """Start evaluating `checkpoint`'s adapter in the background (served as `eval-<iteration>`).

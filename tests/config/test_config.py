@@ -70,7 +70,10 @@ def test_loop_preset_matches_the_paper() -> None:
         (["learner.max_seq_len=999999"], "learner.max_seq_len=999999 exceeds llm.max_model_len"),
         (["rollout.async_one_step_off=true"], "needs algorithm.recompute_old_logprobs=false"),
         (["env.turn_schedule.kind=stepwise"], "env.turn_schedule.budgets must list at least one budget"),
-        (["llm.tiny.hidden_size=100", "llm.tiny.num_heads=3"], "llm.tiny.hidden_size=100 must be a multiple of"),
+        (
+            ["llm.tiny.hidden_size=100", "llm.tiny.num_heads=3"],
+            "llm.tiny.hidden_size=100 must be a multiple of",
+        ),
         (["llm.tiny.num_kv_heads=0"], "llm.tiny.num_kv_heads=0 is out of range; it must be >= 1"),
     ],
 )

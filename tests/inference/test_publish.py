@@ -64,6 +64,38 @@ def test_publish_a_then_b_switches_outputs_and_unloads_a(vllm_server, lora_adapt
     )
 
 
+def test_retained_adapter_keeps_serving_a_collection_in_flight_until_unloaded(vllm_server, lora_adapters):
+    """Async one-step-off: publishing B must not abort or unload A while a collection still samples from A."""
+
+    async def main():
+        client = VLLMClient([vllm_server.url], SERVED_NAME)
+        name_a = await asyncio.to_thread(vllm_server.publish_adapter, lora_adapters["a"], None, [client])
+        pinned_a = client.for_adapter(name_a)
+        before = await pinned_a.generate(PROMPT, GREEDY)
+        in_flight = asyncio.create_task(
+            pinned_a.generate(PROMPT, SamplingParams(max_tokens=400, temperature=1.0))
+        )
+        await asyncio.sleep(0.2)
+        name_b = await asyncio.to_thread(
+            vllm_server.publish_adapter, lora_adapters["b"], None, [client], retain_previous=True
+        )
+        finished = await in_flight  # not aborted by a drain: it completes on A
+        again = await pinned_a.generate(PROMPT, GREEDY)
+        loaded = sorted(vllm_server.loaded_adapters())
+        await asyncio.to_thread(vllm_server.unload_adapter, name_a)
+        with pytest.raises(InvalidInferenceRequest, match="not loaded"):
+            await pinned_a.generate(PROMPT, GREEDY)
+        with_b = await client.generate(PROMPT, GREEDY)
+        await client.aclose()
+        return name_a, name_b, before, finished, again, loaded, with_b
+
+    name_a, name_b, before, finished, again, loaded, with_b = asyncio.run(main())
+    assert finished.adapter == name_a and len(finished.token_ids) > 0
+    assert again.token_ids == before.token_ids  # still A's weights
+    assert loaded == sorted([name_a, name_b])
+    assert with_b.adapter == name_b and vllm_server.loaded_adapters() == [name_b]
+
+
 def test_no_request_samples_from_the_old_adapter_after_publish_returns(vllm_server, lora_adapters):
     """Requests on the old adapter are in flight while publishing; a second client is never told of the switch.
 
