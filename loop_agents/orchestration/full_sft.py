@@ -11,7 +11,6 @@ i.e. exactly the tokens the policy samples in the rollouts' layout.
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Callable
@@ -34,14 +33,10 @@ def sft_full_weights(
 ) -> list[float]:
     """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss.
 
-    The learning rate decays from `lr` to 0 on a cosine over all steps, lr_t = lr * (1 + cos(pi t / T)) / 2:
-    at a constant rate the tiny models' held-out P(optimal episode) kept swinging by 30% between epochs.
+    Constant learning rate: a cosine decay to 0 over 6 epochs left the 0.6 M demo model at P(optimal dev
+    episode) 0.001 for 3 seeds, where 5 epochs at a constant rate had reached 0.05.
     """
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    total_steps = epochs * math.ceil(len(examples) / batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: 0.5 * (1.0 + math.cos(math.pi * step / total_steps))
-    )
     rng = random.Random(seed)
     model.train()
     losses = []
@@ -66,7 +61,6 @@ def sft_full_weights(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            scheduler.step()
             total, steps = total + loss.item(), steps + 1
         losses.append(total / steps)
         if progress is not None:
