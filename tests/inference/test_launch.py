@@ -6,11 +6,12 @@ import socket
 
 import pytest
 
+from loop_agents.inference.adapter_check import validate_adapter_dir
 from loop_agents.inference.client import _parse_completion
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.errors import InferenceServerError, RequestAborted
 from loop_agents.inference.launch import server_command, server_environment
-from loop_agents.inference.server import VLLMServer, validate_adapter_dir
+from loop_agents.inference.server import VLLMServer
 from tests.inference.conftest import tiny_inference_config
 
 
