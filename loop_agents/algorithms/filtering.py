@@ -2,12 +2,14 @@
 
 Rollouts are sorted by |A| (by A with `pos_adv_only`), those with |A| >= threshold are kept, and
 the kept count is rounded UP to a multiple of `multiple_of` (the world size, or the global
-minibatch size to keep every minibatch full), capped at the largest such multiple <= N. When no
-rollout reaches the threshold nothing is kept (the reference keeps `multiple_of` anyway): an
-optimizer step on zero advantages has no gradient yet still moves the weights through Adam's
-momentum and weight decay, and advances the LR schedule for nothing. The few below-threshold rollouts that come back carry |A| ~ 0 and, with
-the constant-divisor aggregation, change the gradient by at most their tiny advantage. The kept
-set is then permuted with a seeded generator (same order on every rank).
+minibatch size to keep every minibatch full), capped at the largest such multiple <= N. The few
+below-threshold rollouts that come back carry |A| ~ 0 and, with the constant-divisor aggregation,
+change the gradient by at most their tiny advantage. The kept set is then permuted with a seeded
+generator (same order on every rank).
+
+When no rollout reaches the threshold nothing is kept (the reference keeps `multiple_of` anyway):
+an optimizer step on zero advantages has no gradient yet still moves the weights through Adam's
+momentum and weight decay, and advances the LR schedule for nothing.
 """
 
 from __future__ import annotations

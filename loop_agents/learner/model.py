@@ -83,17 +83,18 @@ class PolicyModel(nn.Module):
     def _decoder_hidden(self, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
         """[N, H] last hidden states of the packed row, computed packed or padded (module docstring)."""
         decoder = self.causal_lm.model
+        packed = dict(input_ids=input_ids, position_ids=position_ids, use_cache=False)
+        # attention_mask=None + restarting position_ids → block-diagonal causal attention
+        if getattr(self.causal_lm.config, "_attn_implementation", "") == "flash_attention_2":
+            return decoder(**packed).last_hidden_state[0]  # varlen: no lengths needed (no host sync)
         positions = position_ids[0]
         starts = torch.nonzero(positions == 0).flatten()
-        lengths = torch.diff(starts, append=starts.new_tensor([positions.numel()]))
-        varlen = getattr(self.causal_lm.config, "_attn_implementation", "") == "flash_attention_2"
-        if varlen or not padded_is_cheaper(lengths.tolist()):
-            # attention_mask=None + restarting position_ids → block-diagonal causal attention
-            return decoder(input_ids=input_ids, position_ids=position_ids, use_cache=False).last_hidden_state[
-                0
-            ]
-        k, longest = len(lengths), int(lengths.max())
-        row = torch.repeat_interleave(torch.arange(k, device=input_ids.device), lengths)
+        segment_lengths = torch.diff(starts, append=starts.new_tensor([positions.numel()]))
+        lengths = segment_lengths.tolist()
+        if not padded_is_cheaper(lengths):
+            return decoder(**packed).last_hidden_state[0]
+        k, longest = len(lengths), max(lengths)
+        row = torch.repeat_interleave(torch.arange(k, device=input_ids.device), segment_lengths)
         padded_ids = input_ids.new_zeros(k, longest)
         attention_mask = input_ids.new_zeros(k, longest)
         padded_ids[row, positions] = input_ids[0]
