@@ -46,9 +46,17 @@ async def _raw(url: str, model: str, prompts: list[list[int]], max_tokens: int, 
                 "return_token_ids": True,
                 "skip_special_tokens": False,
             }
-            async with gate, session.post(f"{url}/v1/completions", json=body) as reply:
-                reply.raise_for_status()
-                await reply.json()
+            async with gate:
+                # a keep-alive connection the server has just closed: retried, as our client does
+                for attempt in range(3):
+                    try:
+                        async with session.post(f"{url}/v1/completions", json=body) as reply:
+                            reply.raise_for_status()
+                            await reply.json()
+                            return
+                    except aiohttp.ServerDisconnectedError:
+                        if attempt == 2:
+                            raise
 
         await asyncio.gather(*(one(p) for p in prompts))
 

@@ -1,4 +1,8 @@
-"""One server subprocess in its own process group: spawn, log to a file, wait for readiness, kill the whole tree."""
+"""One server subprocess in its own process group: spawn, log to a file, wait for readiness, kill the whole tree.
+
+The tree (api_server and vLLM's EngineCore) is recorded next to the log once ready; a new start with the
+same log path first reaps what a SIGKILLed predecessor left (see loop_agents/child_process.py).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from loop_agents.child_process import die_with_parent
+from loop_agents.child_process import reap_recorded_tree, record_process_tree, terminate_with_parent
 from loop_agents.inference.errors import InferenceServerError
 
 
@@ -21,8 +25,12 @@ class ServerProcess:
     def __init__(self, cmd: list[str], env: dict[str, str], log_path: Path) -> None:
         self.cmd = cmd
         self.log_path = log_path
+        self.tree_record = log_path.with_suffix(".pids")
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        leftovers = reap_recorded_tree(self.tree_record)
         with open(log_path, "ab") as log:
+            if leftovers:
+                log.write(f"\n=== killed {leftovers} processes left by a previous server\n".encode())
             log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(cmd)}\n".encode())
             log.flush()
             self._popen = subprocess.Popen(
@@ -32,7 +40,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=die_with_parent,
+                preexec_fn=terminate_with_parent,  # vLLM's SIGTERM handler also stops EngineCore
             )
 
     @property
@@ -58,6 +66,7 @@ class ServerProcess:
         with httpx.Client(trust_env=False) as http:
             while time.monotonic() < deadline:
                 if self._ready_once(http, base_url, model_root, served_name) is True:
+                    record_process_tree(self.pid, self.tree_record)
                     return
                 last_error = self._last_probe_error
                 time.sleep(0.5)
@@ -99,6 +108,7 @@ class ServerProcess:
             self._popen.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
             pass
+        reap_recorded_tree(self.tree_record)  # members that left the group (none expected) die too
 
 
 def kill_process_tree(pid: int, grace_s: float) -> None:
