@@ -19,9 +19,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 
@@ -33,19 +31,17 @@ from loop_agents.algorithms.losses.ppo_clip import ppo_clip_losses
 from loop_agents.algorithms.losses.ratio import segment_log_ratio
 from loop_agents.algorithms.losses.sft import sft_losses
 from loop_agents.algorithms.losses.value import value_losses
-from loop_agents.learner import checkpoint as ckpt
 from loop_agents.learner.batching import PackedBatch, balanced_assignment, epoch_order, micro_batches, pack
 from loop_agents.learner.config import LearnerConfig
 from loop_agents.learner.distributed import (
     DistContext,
     apply_fsdp2,
     clip_grad_norm_once,
-    full_tensor,
     make_context,
 )
+from loop_agents.learner.learner_checkpoint import LearnerCheckpointing
 from loop_agents.learner.model import load_policy
 from loop_agents.learner.scheduler import make_scheduler
-from loop_agents.redaction import redact
 from loop_agents.rollout.trajectory import Trajectory
 
 # Accumulated per optimizer step, summed across ranks.
@@ -67,7 +63,7 @@ class _Item:
         return int(self.advantages.numel())
 
 
-class Learner:
+class Learner(LearnerCheckpointing):
     """LoRA policy trainer; `train_iteration` is called on every rank with the same global list."""
 
     def __init__(self, cfg: LearnerConfig, algorithm: AlgorithmConfig | None = None):
@@ -413,125 +409,3 @@ class Learner:
             metrics["kl_ref_k3"] = sum(s["kl_ref_k3"] * s["trained_tokens"] for s in steps) / max(tokens, 1)
             metrics["num_skipped_nonfinite"] = sum(s["skipped_nonfinite"] for s in steps)
         return metrics
-
-    # ------------------------------------------------------------------ checkpoints
-    def trainable_state(self) -> dict[str, torch.Tensor]:
-        """Full (gathered) trainable tensors by name, on CPU. Collective under FSDP: call on every rank."""
-        return {n: full_tensor(p.detach()).cpu().clone() for n, p in self.policy.named_trainable().items()}
-
-    def _peft_state(self, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        prefix = "peft_model."
-        return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
-
-    def _optimizer_state(self) -> dict[str, Any]:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
-
-        options = StateDictOptions(full_state_dict=self.ctx.enabled, cpu_offload=self.ctx.enabled)
-        return get_optimizer_state_dict(self.policy, self.optimizer, options=options)
-
-    def export_adapter(self, directory: str | Path) -> Path:
-        """Write only the PEFT adapter (atomically). Collective under FSDP."""
-        directory = Path(directory)
-        state = self._peft_state(self.trainable_state())
-        temp = ckpt.temp_dir_for(directory)
-        if self.ctx.is_main:
-            import shutil
-
-            shutil.rmtree(temp, ignore_errors=True)
-            ckpt.save_adapter(temp, self.policy.peft_model, state)
-            ckpt.commit(temp, directory)
-        self.ctx.barrier()
-        return directory
-
-    def save_checkpoint(self, directory: str | Path, extra_state: dict[str, Any] | None = None) -> Path:
-        """Atomic checkpoint (see checkpoint.py for the layout). Collective: call on every rank."""
-        import shutil
-
-        from safetensors import SafetensorError
-
-        directory = Path(directory)
-        temp = ckpt.temp_dir_for(directory)
-        state = self.trainable_state()
-        optimizer_state = self._optimizer_state()
-        try:
-            if self.ctx.is_main:
-                shutil.rmtree(temp, ignore_errors=True)
-                temp.mkdir(parents=True)
-            self.ctx.barrier()
-            ckpt.save_torch(ckpt.rng_state(), temp / f"rng_rank{self.ctx.rank}.pt")
-            self._write_checkpoint(temp, directory, state, optimizer_state, extra_state)
-        except (OSError, RuntimeError, SafetensorError) as err:
-            # full disk (ENOSPC, EFBIG) or an unwritable directory: OSError from Python's own writes,
-            # RuntimeError from torch.save's and safetensors' native writers
-            shutil.rmtree(temp, ignore_errors=True)
-            raise ckpt.write_failure(directory, err) from err
-        self.ctx.barrier()
-        return directory
-
-    def _write_checkpoint(
-        self,
-        temp: Path,
-        directory: Path,
-        state: dict[str, torch.Tensor],
-        optimizer_state: dict[str, Any],
-        extra_state: dict[str, Any] | None,
-    ) -> None:
-        """Rank 0 writes the files into `temp`, then commits it as `directory` and prunes old checkpoints."""
-        from safetensors.torch import save_file
-
-        if self.ctx.is_main:
-            ckpt.save_adapter(temp / "adapter", self.policy.peft_model, self._peft_state(state))
-            save_file({k: v.contiguous() for k, v in state.items()}, temp / "trainable.safetensors")
-            ckpt.save_torch(optimizer_state, temp / "optimizer.pt")
-            ckpt.save_torch(self.scheduler.state_dict(), temp / "scheduler.pt")
-            ckpt.save_torch(extra_state or {}, temp / "extra_state.pt")
-            learner_state = {
-                "iteration": self.iteration,
-                "global_step": self.global_step,
-                "world_size": self.ctx.world_size,
-            }
-            ckpt.write_json(
-                temp / "learner_state.json", {**learner_state, "config": redact(asdict(self.cfg))}
-            )
-        self.ctx.barrier()
-        if self.ctx.is_main:
-            ckpt.commit(temp, directory)
-            if ckpt.CHECKPOINT_PATTERN.match(directory.name) and self.cfg.keep_checkpoints > 0:
-                ckpt.prune_checkpoints(directory.parent, self.cfg.keep_checkpoints)
-
-    def load_checkpoint(self, directory: str | Path) -> dict[str, Any]:
-        """Restore weights, optimizer, scheduler, counters and RNG; return the driver's extra_state.
-
-        Every file is read and checked against the model before anything is changed: a corrupted
-        checkpoint or one saved from another base model raises CheckpointError naming the file.
-        """
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-        directory = Path(directory)
-        if not ckpt.is_complete(directory):
-            raise ValueError(f"checkpoint {directory} is incomplete (no '{ckpt.DONE_MARKER}' marker)")
-        files = ckpt.read_checkpoint_files(directory, self.ctx.rank)
-        state, params = files["trainable.safetensors"], self.policy.named_trainable()
-        ckpt.check_fits_model(directory, state, {n: tuple(p.shape) for n, p in params.items()})
-        with torch.no_grad():
-            for name, param in params.items():
-                full = state[name].to(device=self.ctx.device, dtype=param.dtype)
-                if hasattr(param, "device_mesh"):
-                    from torch.distributed.tensor import distribute_tensor
-
-                    shard = distribute_tensor(full, param.device_mesh, param.placements, src_data_rank=None)
-                    param.to_local().copy_(shard.to_local())
-                else:
-                    param.copy_(full)
-        set_optimizer_state_dict(
-            self.policy,
-            self.optimizer,
-            files["optimizer.pt"],
-            options=StateDictOptions(full_state_dict=self.ctx.enabled),
-        )
-        self.scheduler.load_state_dict(files["scheduler.pt"])
-        learner_state = files["learner_state.json"]
-        self.iteration, self.global_step = learner_state["iteration"], learner_state["global_step"]
-        ckpt.set_rng_state(files["rng"])
-        self.ctx.barrier()
-        return files["extra_state.pt"]

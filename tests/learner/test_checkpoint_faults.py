@@ -91,6 +91,30 @@ def test_full_disk_at_checkpoint_time(tiny_model_dir, tmp_path):
     assert result["extra"] == {"iteration": 1} and result["same"]
 
 
+def test_full_disk_on_one_of_two_ranks_fails_every_rank_without_a_hang(tiny_model_dir, tmp_path):
+    """Rank 0 cannot write (RLIMIT_FSIZE), rank 1 can: both raise at the same step instead of rank 1 waiting
+    forever in a barrier for rank 0 (2 gloo ranks under torchrun; a hang fails the subprocess timeout)."""
+    run_dir, out = tmp_path / "run", tmp_path / "result.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--standalone"]
+    proc = subprocess.run(
+        [*cmd, "-m", "tests.learner.full_disk_worker", tiny_model_dir, str(run_dir), str(out)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rank0, rank1 = (json.loads((tmp_path / f"result.rank{r}.json").read_text()) for r in (0, 1))
+    prefix = f"could not write checkpoint {run_dir / 'checkpoint-2'}: "
+    assert rank0["error"].startswith(prefix + "File too large")
+    assert rank1["error"].startswith(prefix + "the write failed on rank(s) [0]")
+    for result in (rank0, rank1):
+        assert f"the previous checkpoint {run_dir / 'checkpoint-1'} is intact" in result["error"]
+        assert result["extra"] == {"iteration": 1} and result["same"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["checkpoint-1"]
+
+
 def test_unwritable_run_directory_at_checkpoint_time(saved):
     learner, run_dir = saved
     before = learner.trainable_state()
