@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from loop_agents.algorithms import compute_advantages, preset
 from loop_agents.learner import Learner, LearnerConfig
+from loop_agents.learner.train_items import prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
@@ -112,7 +113,7 @@ def hf_logprobs(model: torch.nn.Module, trajs: list[Trajectory], device: torch.d
 
 def learner_logprobs(learner: Learner, trajs: list[Trajectory]) -> list[torch.Tensor]:
     """The learner's own (packed, chunked, sharded) log-probs of the trained tokens. Collective."""
-    items, _ = learner._prepare(trajs, None, None, need_advantages=False)
+    items, _ = prepare_items(trajs, None, None, learner.cfg, need_advantages=False)
     return learner._forward_all(items)[0]
 
 

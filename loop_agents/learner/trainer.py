@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 
 import torch
 
@@ -42,25 +41,11 @@ from loop_agents.learner.distributed import (
 from loop_agents.learner.learner_checkpoint import LearnerCheckpointing
 from loop_agents.learner.model import load_policy
 from loop_agents.learner.scheduler import make_scheduler
+from loop_agents.learner.train_items import TrainItem, prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 
 # Accumulated per optimizer step, summed across ranks.
 _SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens")
-
-
-@dataclass
-class _Item:
-    """One trajectory as trained: tokens, mask, and per-trained-token tensors."""
-
-    token_ids: list[int]
-    loss_mask: list[int]
-    advantages: torch.Tensor  # [n] float32
-    sample_logprobs: torch.Tensor  # [n] float32
-    value_targets: torch.Tensor | None  # [n] float32 (gae only)
-
-    @property
-    def num_trainable(self) -> int:
-        return int(self.advantages.numel())
 
 
 class Learner(LearnerCheckpointing):
@@ -95,65 +80,8 @@ class Learner(LearnerCheckpointing):
         self.global_step = 0
         self.step_history: list[dict[str, float]] = []
 
-    # ------------------------------------------------------------------ data preparation
-    def _prepare(
-        self,
-        trajectories: list[Trajectory],
-        token_advantages: list[torch.Tensor] | None,
-        value_targets: list[torch.Tensor] | None,
-        need_advantages: bool,
-    ) -> tuple[list[_Item], dict[str, float]]:
-        if not trajectories:
-            raise ValueError("train_iteration got no trajectories")
-        for name, per_token in (("token_advantages", token_advantages), ("value_targets", value_targets)):
-            if per_token is not None and len(per_token) != len(trajectories):
-                raise ValueError(f"{name}: {len(per_token)} tensors for {len(trajectories)} trajectories")
-        items: list[_Item] = []
-        truncated = dropped = empty = 0
-        for i, traj in enumerate(trajectories):
-            traj.validate()
-            if traj.loss_mask and traj.loss_mask[0]:
-                raise ValueError(
-                    f"trajectory of task {traj.task_id!r}: token 0 is trainable but has no prefix"
-                )
-            n = len(traj.token_ids)
-            if n > self.cfg.max_seq_len:
-                if self.cfg.overlong_policy == "drop":
-                    dropped += 1
-                    continue
-                truncated += 1
-                n = self.cfg.max_seq_len
-            mask = torch.tensor(traj.loss_mask[:n], dtype=torch.bool)
-            if not bool(mask.any()):
-                empty += 1
-                continue
-            if token_advantages is not None:
-                adv_full = token_advantages[i].float()
-                if adv_full.numel() != len(traj.token_ids):
-                    raise ValueError(
-                        f"task {traj.task_id!r}: {adv_full.numel()} advantages for {len(traj.token_ids)} tokens"
-                    )
-                adv = adv_full[:n][mask]
-            elif need_advantages:
-                if traj.advantage is None:
-                    raise ValueError(
-                        f"trajectory of task {traj.task_id!r} has no advantage (run compute_advantages)"
-                    )
-                adv = torch.full((int(mask.sum()),), float(traj.advantage))
-            else:
-                adv = torch.zeros(int(mask.sum()))
-            targets = value_targets[i].float()[:n][mask] if value_targets is not None else None
-            sample = torch.tensor(traj.sample_logprobs[:n], dtype=torch.float32)[mask]
-            items.append(_Item(list(traj.token_ids[:n]), list(traj.loss_mask[:n]), adv, sample, targets))
-        stats = {
-            "num_truncated": float(truncated),
-            "num_dropped_overlong": float(dropped),
-            "num_without_trainable": float(empty),
-        }
-        return items, stats
-
     # ------------------------------------------------------------------ forward passes
-    def _pack(self, items: list[_Item], indices: list[int]) -> PackedBatch:
+    def _pack(self, items: list[TrainItem], indices: list[int]) -> PackedBatch:
         return pack(
             [items[i].token_ids for i in indices], [items[i].loss_mask for i in indices], self.ctx.device
         )
@@ -166,7 +94,7 @@ class Learner(LearnerCheckpointing):
             batch.input_ids, batch.position_ids, batch.gather_index, batch.targets, with_values=with_values
         )
 
-    def _rank_plan(self, items: list[_Item], indices: list[int]) -> tuple[list[list[int]], int]:
+    def _rank_plan(self, items: list[TrainItem], indices: list[int]) -> tuple[list[list[int]], int]:
         """This rank's micro-batches for `indices`, and the number of micro-steps every rank runs."""
         lengths = {i: len(items[i].token_ids) for i in indices}
         dense = [lengths.get(i, 0) for i in range(max(indices) + 1)] if indices else []
@@ -176,7 +104,7 @@ class Learner(LearnerCheckpointing):
 
     @torch.no_grad()
     def _forward_all(
-        self, items: list[_Item], with_values: bool = False, base_model: bool = False
+        self, items: list[TrainItem], with_values: bool = False, base_model: bool = False
     ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
         """Log-probs (and values) of every item's trained tokens, computed sharded, gathered on all ranks."""
         sizes = [it.num_trainable for it in items]
@@ -231,7 +159,7 @@ class Learner(LearnerCheckpointing):
 
     def _optimizer_step(
         self,
-        items: list[_Item],
+        items: list[TrainItem],
         minibatch: list[int],
         old: list[torch.Tensor],
         ref: list[torch.Tensor] | None,
@@ -317,7 +245,7 @@ class Learner(LearnerCheckpointing):
         """Critic values per token ([T_i], 0 on masked tokens) for compute_advantages(..., values=...)."""
         if self.policy.value_head is None:
             raise ValueError("compute_values needs a value head (learner.value_head_hidden)")
-        items, _ = self._prepare(trajectories, None, None, need_advantages=False)
+        items, _ = prepare_items(trajectories, None, None, self.cfg, need_advantages=False)
         if len(items) != len(trajectories):
             raise ValueError(
                 "compute_values: drop overlong/empty trajectories first (or use overlong_policy=truncate)"
@@ -346,8 +274,8 @@ class Learner(LearnerCheckpointing):
         start = time.perf_counter()
         alg = self.algorithm
         is_sft = alg.loss == "sft"
-        items, stats = self._prepare(
-            trajectories, token_advantages, value_targets, need_advantages=not is_sft
+        items, stats = prepare_items(
+            trajectories, token_advantages, value_targets, self.cfg, need_advantages=not is_sft
         )
         if alg.advantage_estimator == "gae" and not is_sft and any(it.value_targets is None for it in items):
             raise ValueError("advantage_estimator='gae' needs value_targets (AdvantageResult.returns)")
@@ -386,8 +314,7 @@ class Learner(LearnerCheckpointing):
         lr = self.optimizer.param_groups[0]["lr"]
         self.scheduler.step()
         self.iteration += 1
-        tokens = sum(s["trained_tokens"] for s in steps)
-        metrics = {
+        return {
             "iteration": float(self.iteration),
             "global_step": float(self.global_step),
             "num_steps": float(len(steps)),
@@ -397,15 +324,18 @@ class Learner(LearnerCheckpointing):
             "iteration_seconds": time.perf_counter() - start,
             **stats,
             **recompute,
+            **_mean_step_metrics(steps),
         }
-        if steps:
-            for key in ("loss", "grad_norm", "value_loss"):
-                metrics[key] = sum(s[key] for s in steps) / len(steps)
-            metrics["grad_norm_max"] = max(s["grad_norm"] for s in steps)
-            metrics["clip_fraction"] = sum(s["clip_fraction"] * s["trained_tokens"] for s in steps) / max(
-                tokens, 1
-            )
-            metrics["kl_old_k3"] = sum(s["kl_old_k3"] * s["trained_tokens"] for s in steps) / max(tokens, 1)
-            metrics["kl_ref_k3"] = sum(s["kl_ref_k3"] * s["trained_tokens"] for s in steps) / max(tokens, 1)
-            metrics["num_skipped_nonfinite"] = sum(s["skipped_nonfinite"] for s in steps)
-        return metrics
+
+
+def _mean_step_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
+    """Per-step metrics of an iteration: plain means, token-weighted means for per-token rates."""
+    if not steps:
+        return {}
+    tokens = max(sum(s["trained_tokens"] for s in steps), 1.0)
+    metrics = {key: sum(s[key] for s in steps) / len(steps) for key in ("loss", "grad_norm", "value_loss")}
+    for key in ("clip_fraction", "kl_old_k3", "kl_ref_k3"):
+        metrics[key] = sum(s[key] * s["trained_tokens"] for s in steps) / tokens
+    metrics["grad_norm_max"] = max(s["grad_norm"] for s in steps)
+    metrics["num_skipped_nonfinite"] = sum(s["skipped_nonfinite"] for s in steps)
+    return metrics

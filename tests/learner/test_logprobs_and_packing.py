@@ -10,6 +10,7 @@ from loop_agents.learner import Learner
 from loop_agents.learner.batching import balanced_assignment, micro_batches, pack
 from loop_agents.learner.logprobs import chunked_token_logprobs
 from loop_agents.learner.model import padded_is_cheaper
+from loop_agents.learner.train_items import prepare_items
 from tests.learner.batch import learner_config, loop_algorithm, make_batch
 
 
@@ -46,7 +47,7 @@ def test_packed_logprobs_equal_one_by_one_reference(tiny_model_dir):
     """Block-diagonal attention from restarting position_ids: no leakage between packed trajectories."""
     learner = Learner(learner_config(tiny_model_dir, micro_token_budget=10_000), loop_algorithm())
     batch = make_batch(seed=3)
-    items, _ = learner._prepare(batch, None, None, need_advantages=False)
+    items, _ = prepare_items(batch, None, None, learner.cfg, need_advantages=False)
     packed, _ = learner._forward_all(items)
     model = learner.policy.peft_model
     for traj, lp in zip(batch, packed, strict=True):

@@ -7,6 +7,7 @@ import torch
 
 from loop_agents.algorithms import AlgorithmConfig, compute_advantages, preset
 from loop_agents.learner import Learner
+from loop_agents.learner.train_items import prepare_items
 from tests.learner.batch import learner_config, loop_algorithm, make_batch
 
 
@@ -57,7 +58,7 @@ def test_sft_mode_is_token_nll_and_learns(tiny_model_dir):
     learner = Learner(
         learner_config(tiny_model_dir, epochs=1, minibatch_size=9, max_grad_norm=10.0), preset("sft")
     )
-    items, _ = learner._prepare(batch, None, None, need_advantages=False)
+    items, _ = prepare_items(batch, None, None, learner.cfg, need_advantages=False)
     logprobs, _ = learner._forward_all(items)
     expected = -float(torch.cat(logprobs).mean())  # token mean NLL over all trainable tokens
     first = learner.train_iteration(batch)
