@@ -44,3 +44,37 @@ def metrics_lines(metrics: Mapping[str, Any], prefixes: Sequence[str], per_line:
     items = [(k, v) for k, v in metrics.items() if any(k.startswith(p) for p in prefixes)]
     cells = [f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in items]
     return "\n".join("  ".join(cells[i : i + per_line]) for i in range(0, len(cells), per_line))
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The evaluation's summary for the terminal: goal completion tables, metrics, timing."""
+    lines = [f"== {report['checkpoint']} on {report['env']}/{report['split']}: {report['num_tasks']} tasks x "
+             f"{report['runs']} runs ({len(report['complete_runs'])} complete) -> {report['out']}"]  # fmt: skip
+    for run, missing in report["missing"].items():
+        lines.append(
+            f"run {run}: {len(missing)} tasks have no episode (lost or not played); rerun to play them"
+        )
+    if report["goal_completion"]:
+        lines += [
+            "goal completion (from the episodes' rewards):",
+            goal_completion_table(report["goal_completion"]),
+        ]
+    if report["official"]:
+        lines += [
+            "AppWorld's official evaluation:",
+            goal_completion_table(report["official"]["goal_completion"]),
+        ]
+    metrics = report["metrics"]
+    if metrics:
+        lines.append(metrics_lines(metrics, ("eval/success_rate", "eval/reward_mean", "eval/turns_mean",
+                                             "eval/tokens_mean", "eval/finish_")))  # fmt: skip
+        lines.append(metrics_lines({k.removeprefix("behaviour/"): v for k, v in metrics.items()
+                                    if k.startswith("behaviour/")}, ("",)))  # fmt: skip
+    timing = report["timing"]
+    lines.append(
+        f"played {timing['episodes_played']} episodes in {timing['play_s']:.1f} s "
+        f"(server start {timing['server_startup_s']:.1f} s, env start {timing['env_startup_s']:.1f} s, "
+        f"lost {timing['episodes_lost']}); "
+        f"total {timing['total_s']:.1f} s"
+    )
+    return "\n".join(lines)
