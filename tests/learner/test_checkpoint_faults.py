@@ -115,6 +115,51 @@ def test_full_disk_on_one_of_two_ranks_fails_every_rank_without_a_hang(tiny_mode
     assert sorted(p.name for p in run_dir.iterdir()) == ["checkpoint-1"]
 
 
+def _checkpoint_loop(model_dir: str, run_dir: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.learner.checkpoint_loop_worker", model_dir, str(run_dir)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigkill_in_the_middle_of_a_checkpoint_write_resumes_from_the_last_complete_one(
+    tiny_model_dir, tmp_path
+):
+    """A process saving checkpoints back to back is SIGKILLed the moment a temp dir exists (a write in progress),
+    up to 5 times: each restart resumes from the newest complete checkpoint, whose extra state says which one it
+    is; the half-written directory is never picked and is cleaned by the next save."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    mid_write = 0
+    for _ in range(5):
+        worker = _checkpoint_loop(tiny_model_dir, run_dir)
+        assert worker.stdout.readline(), "the worker died before its first checkpoint"
+        while not any(p.name.endswith(".tmp") for p in run_dir.iterdir()):
+            assert worker.poll() is None
+        worker.kill()
+        worker.wait()
+        worker.stdout.close()
+        mid_write += any(p.name.endswith(".tmp") for p in run_dir.iterdir())
+        latest = latest_complete_checkpoint(run_dir)
+        index = int(latest.name.removeprefix("checkpoint-"))
+        assert Learner(learner_config(tiny_model_dir, epochs=1), loop_algorithm()).load_checkpoint(
+            latest
+        ) == {"index": index}
+        if mid_write:
+            break
+    assert mid_write, "no kill landed inside a checkpoint write in 5 tries"
+    # the next run rewrites the half-written checkpoint's name over its stale temp dir
+    worker = _checkpoint_loop(tiny_model_dir, run_dir)
+    first = worker.stdout.readline()
+    worker.kill()
+    worker.wait()
+    worker.stdout.close()
+    assert int(first) == index + 1 and is_complete(run_dir / f"checkpoint-{index + 1}")
+
+
 def test_unwritable_run_directory_at_checkpoint_time(saved):
     learner, run_dir = saved
     before = learner.trainable_state()
