@@ -11,6 +11,7 @@ barriers: the server itself guarantees that once the call returns no request sam
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterable
@@ -25,6 +26,8 @@ from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.errors import AdapterError, InferenceServerError
 from loop_agents.inference.launch import find_free_port, port_is_free, server_command, server_environment
 from loop_agents.inference.process import ServerProcess, kill_process_tree
+
+_GENERATED_TOKENS = re.compile(r"^vllm:generation_tokens_total\{[^}]*\} (\S+)", re.M)
 
 
 class AdapterFollower(Protocol):
@@ -56,6 +59,7 @@ class VLLMServer:
         self.last_publish_s: float | None = None
         # One pooled client: httpx.post() builds a new client and SSL context per call (~70 ms each).
         self._http = httpx.Client(trust_env=False)
+        self._generated_tokens: float | None = None  # vLLM's counter at the last timed-out health probe
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -138,11 +142,12 @@ class VLLMServer:
             return psutil.pid_exists(self._adopted_pid)
         return False
 
-    def check_health(self, timeout_s: float | None = None) -> bool:
-        """Process alive, `/health` answers 200 and (if configured) one token is sampled within the timeout."""
+    def check_health(self, probe_timeout_s: float | None = None) -> bool:
+        """Process alive, `/health` answers 200 and (if configured) one token is sampled within the timeout, or the
+        engine's generated-token count moved since the last timed-out probe (busy with a queue, not hung)."""
         if not self.is_running():
             return False
-        timeout = timeout_s or self.config.health_timeout_s
+        timeout = self.config.health_timeout_s
         try:
             if self._http.get(f"{self.url}/health", timeout=timeout).status_code != 200:
                 return False
@@ -153,11 +158,23 @@ class VLLMServer:
                     "max_tokens": 1,
                     "temperature": 0.0,
                 }
-                reply = self._http.post(f"{self.url}/v1/completions", json=body, timeout=timeout)
-                return reply.status_code == 200
+                try:
+                    probe_timeout = probe_timeout_s or timeout
+                    reply = self._http.post(f"{self.url}/v1/completions", json=body, timeout=probe_timeout)
+                    return reply.status_code == 200
+                except httpx.TimeoutException:
+                    return self._engine_progressed()  # queued behind real work is busy, not hung
             return True
         except httpx.HTTPError:
             return False
+
+    def _engine_progressed(self) -> bool:
+        """True if vLLM's generated-token counter moved since the previous call (the engine is sampling)."""
+        text = self._http.get(f"{self.url}/metrics", timeout=self.config.health_timeout_s).text
+        generated = sum(float(v) for v in _GENERATED_TOKENS.findall(text))
+        progressed = self._generated_tokens is not None and generated > self._generated_tokens
+        self._generated_tokens = generated
+        return progressed
 
     def probe_unless_busy(self) -> bool | None:
         """check_health(), or None without probing while a start, publish or suspension holds the server."""
