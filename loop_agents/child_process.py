@@ -27,6 +27,10 @@ _PR_SET_PDEATHSIG = 1
 def _set_parent_death_signal(sig: signal.Signals) -> None:
     if not sys.platform.startswith("linux"):
         return
+    # A child inherits its spawning thread's signal mask and ignored signals across exec; Ray's worker threads
+    # block SIGTERM, which would leave the parent-death SIGTERM pending forever.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
