@@ -6,8 +6,9 @@ killed with SIGKILL (OOM killer, a crashed Ray actor, `kill -9` of the driver) n
 and the children would keep their CPU threads, memory and ports forever. Linux's parent-death signal
 closes that gap for the process we spawn, but not for *its* children: vLLM's `EngineCore` process
 outlives an api_server killed with SIGKILL (it has no parent-death watch of its own). So the vLLM
-server gets SIGTERM instead (its handler shuts the engine down), and every server records its tree in
-the run directory, so that the next start in that directory kills what a SIGKILL left behind.
+server gets SIGTERM instead (its handler shuts the engine down; under a Ray worker parent it was seen
+not to within 60 s), and every server records its tree in the run directory, so that the next start
+in that directory kills what a SIGKILL left behind.
 """
 
 from __future__ import annotations
@@ -45,15 +46,19 @@ def terminate_with_parent() -> None:
     _set_parent_death_signal(signal.SIGTERM)
 
 
-def record_process_tree(pid: int, path: Path) -> None:
-    """Write `pid` and its descendants as (pid, create time) to `path`, for `reap_recorded_tree` after a crash."""
+def descendants_and_self(pid: int) -> list[psutil.Process]:
+    """The process `pid` and all its descendants ([] if it is gone)."""
     try:
         root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return
+        return []
+
+
+def record_process_tree(pid: int, path: Path) -> None:
+    """Write `pid` and its descendants as (pid, create time) to `path`, for `reap_recorded_tree` after a crash."""
     entries = []
-    for proc in procs:
+    for proc in descendants_and_self(pid):
         try:
             entries.append([proc.pid, proc.create_time()])
         except psutil.NoSuchProcess:

@@ -15,7 +15,12 @@ from pathlib import Path
 import httpx
 import psutil
 
-from loop_agents.child_process import reap_recorded_tree, record_process_tree, terminate_with_parent
+from loop_agents.child_process import (
+    descendants_and_self,
+    reap_recorded_tree,
+    record_process_tree,
+    terminate_with_parent,
+)
 from loop_agents.inference.errors import InferenceServerError
 
 
@@ -94,7 +99,7 @@ class ServerProcess:
 
     def kill_tree(self, grace_s: float) -> None:
         """SIGTERM the process group and every descendant, wait `grace_s`, then SIGKILL what is left (even if stopped)."""
-        procs = _descendants_and_self(self.pid)
+        procs = descendants_and_self(self.pid)
         _signal_group(self.pid, signal.SIGTERM)
         _signal_group(self.pid, signal.SIGCONT)  # a SIGSTOPped process only acts on SIGTERM once continued
         for proc in procs:
@@ -113,21 +118,13 @@ class ServerProcess:
 
 def kill_process_tree(pid: int, grace_s: float) -> None:
     """Terminate a process we did not spawn (an adopted server) and its descendants."""
-    procs = _descendants_and_self(pid)
+    procs = descendants_and_self(pid)
     for proc in procs:
         _signal_proc(proc, signal.SIGTERM)
     _, alive = psutil.wait_procs(procs, timeout=grace_s)
     for proc in alive:
         _signal_proc(proc, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=5.0)
-
-
-def _descendants_and_self(pid: int) -> list[psutil.Process]:
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
