@@ -5,10 +5,11 @@ tree can be signalled, which also detaches it from the terminal's SIGINT/SIGHUP.
 killed with SIGKILL (OOM killer, a crashed Ray actor, `kill -9` of the driver) no cleanup code runs,
 and the children would keep their CPU threads, memory and ports forever. Linux's parent-death signal
 closes that gap for the process we spawn, but not for *its* children: vLLM's `EngineCore` process
-outlives an api_server killed with SIGKILL (it has no parent-death watch of its own). So the vLLM
-server gets SIGTERM instead (its handler shuts the engine down; under a Ray worker parent it was seen
-not to within 60 s), and every server records its tree in the run directory, so that the next start
-in that directory kills what a SIGKILL left behind.
+outlives an api_server killed with SIGKILL (it has no parent-death watch of its own), and Ray SIGKILLs
+the children of a dead worker. So the vLLM server gets SIGTERM when its owner dies (its handler shuts
+the engine down), every other Python process of its tree arms a parent-death SIGKILL at start-up
+(`inference/parent_death_hook`), and every server records its tree in the run directory, so that the
+next start in that directory kills whatever still escaped.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ Pure functions, so the exact flags are testable without starting a server. Diffe
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+from pathlib import Path
 
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.redaction import child_environment
@@ -33,6 +35,8 @@ _STRIPPED_EXACT = {
     "OMP_NUM_THREADS",
 }
 _STRIPPED_PREFIXES = ("TORCHELASTIC_", "ACCELERATE_", "FSDP_", "PET_")
+# Its sitecustomize gives every Python process of the server tree a parent-death signal (see the module).
+PARENT_DEATH_HOOK = Path(__file__).resolve().parent / "parent_death_hook"
 
 
 def server_command(config: InferenceConfig, port: int) -> list[str]:
@@ -102,6 +106,8 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         DO_NOT_TRACK="1",
         VLLM_WORKER_MULTIPROC_METHOD="spawn",
         VLLM_LOGGING_LEVEL=env.get("VLLM_LOGGING_LEVEL", "INFO"),
+        LOOP_AGENTS_DIE_WITH_PARENT="1",
+        PYTHONPATH=os.pathsep.join(p for p in (str(PARENT_DEATH_HOOK), env.get("PYTHONPATH")) if p),
     )
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
     if config.gpu_ids:
