@@ -1,7 +1,7 @@
 """Against TRL: GRPO samples/s, our training loop vs TRL's GRPOTrainer, same model, prompts, reward and budget.
 
     bash benchmarks/trl_compare/install.sh          # once: TRL in its own venv, .venv-trl
-    python -m benchmarks run trl_compare            # or: python -m benchmarks.trl_compare [--quick]
+    python -m benchmarks run trl_compare            # or: python -m benchmarks.trl_compare [--quick] [--case ...]
 
 Each size (the tiny test model, about 0.25 M parameters, and a 24.6 M one: 8 layers, 512 wide, head_dim 64)
 is measured in rounds that alternate the two sides (ours, TRL, then TRL, ours, ...):
@@ -10,6 +10,12 @@ is measured in rounds that alternate the two sides (ours, TRL, then TRL, ours, .
   learner, LoRA publish to the server every iteration, checkpoints), synchronous, algorithm=grpo with
   kl_coef 0, on the bundled gem hunt with a turn budget of 1 (single-turn prompts), no evaluation;
 - TRL: benchmarks/trl_compare/trl_side.py in .venv-trl, GRPOTrainer with HF generate.
+
+The multi-turn case (`25m_multiturn`: 3 turns of <= 32 new tokens) runs the same game turn by turn on both
+sides: ours with `env.turn_schedule.max_turns=3`, TRL through its documented multi-turn path, a `rollout_func`
+that plays all unfinished episodes of the batch with one HF `generate` call per turn, renders observations
+with the same turn-by-turn chat format (our ChatFormat) and masks them out of the loss with `env_mask`; the
+reward is the game's at the end of the episode on both sides.
 
 Matched on both sides: the model directory (built once by loop_agents.tiny_model), the prompts (the
 task ids our seeded task sampler draws, fed to TRL in that order, unshuffled; system prompt + first
@@ -28,6 +34,7 @@ load; for us Ray and the vLLM server) are excluded on both sides and reported se
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -35,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,13 +54,12 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 GROUP_SIZE = 8
 TASKS_PER_GENERATION = 16
 MINIBATCH = 32
-MAX_NEW_TOKENS = 64
 LR = 1e-6
 THREADS = 2
-# Episodes in flight on our side. 128 (the whole generation batch, as TRL's HF generate does) got the
-# 25 M model's server restarted by our health watchdog on this loaded 2-core machine: its 1-token probe
-# (5 s timeout, 3 misses) waited behind the queue. 32 keeps the queue short; see NOTES.md.
-CONCURRENCY = 32
+# Episodes in flight on our side: the whole generation batch, as TRL's HF generate pads all 128 into one
+# batch. (32 until the health watchdog stopped counting a busy queue as a hang: at 128 its 1-token probe
+# waited behind the queue and the 25 M server was restarted, see NOTES.md.)
+CONCURRENCY = GROUP_SIZE * TASKS_PER_GENERATION
 
 SIZES = {
     "tiny": {},  # TinyModelSpec defaults: 2 layers, 64 wide
@@ -64,6 +71,30 @@ SIZES = {
         "intermediate_size": 1408,
     },
 }
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the comparison: a model size, turns per episode, new tokens per turn, generation batches."""
+
+    name: str
+    size: str
+    turns: int
+    max_new_tokens: int
+    generations: int  # the first is warm-up, not timed
+
+    def setup(self, rounds: int) -> str:
+        kind = "single-turn" if self.turns == 1 else f"{self.turns} turns"
+        return f"{kind}, <= {self.max_new_tokens} new tokens per turn, {self.generations - 1} timed batches"
+
+
+CASES = (
+    Case("tiny", "tiny", turns=1, max_new_tokens=64, generations=3),
+    Case("25m", "25m", turns=1, max_new_tokens=64, generations=3),
+    # multi-turn at 25 M: 3 turns of <= 32 tokens (about 1.5x the single-turn generation per episode); one
+    # timed batch, since a TRL batch takes minutes here
+    Case("25m_multiturn", "25m", turns=3, max_new_tokens=32, generations=2),
+)
 
 
 def build_model(size: str) -> tuple[Path, int]:
@@ -93,15 +124,15 @@ def prompt_order(generations: int) -> list[str]:
     return ids
 
 
-def our_overrides(model_dir: Path, run_dir: Path, generations: int) -> list[str]:
+def our_overrides(model_dir: Path, run_dir: Path, generations: int, case: Case) -> list[str]:
     return [
         f"run.dir={run_dir}",
         "run.seed=0",
         f"run.iterations={generations}",
         "llm=tiny",
         f"llm.model_path={model_dir}",
-        f"llm.max_new_tokens={MAX_NEW_TOKENS}",
-        "llm.max_model_len=512",
+        f"llm.max_new_tokens={case.max_new_tokens}",
+        f"llm.max_model_len={512 if case.turns == 1 else 1024}",
         "llm.temperature=1.0",
         "llm.lora.r=8",
         "llm.lora.alpha=16",
@@ -113,7 +144,7 @@ def our_overrides(model_dir: Path, run_dir: Path, generations: int) -> list[str]
         "algorithm.epochs=1",
         f"algorithm.lr={LR}",
         "env=bundled",
-        "env.turn_schedule.max_turns=1",
+        f"env.turn_schedule.max_turns={case.turns}",
         f"env.concurrency={CONCURRENCY}",
         f"gpu_allocation.cpu_inference_threads={THREADS}",
         f"gpu_allocation.cpu_learner_threads={THREADS}",
@@ -126,10 +157,11 @@ def our_overrides(model_dir: Path, run_dir: Path, generations: int) -> list[str]
     ]
 
 
-def run_ours(model_dir: Path, generations: int, tag: str, timeout_s: float) -> dict:
+def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float) -> dict:
+    generations = case.generations
     run_dir = TMP / f"s14b_trl_compare_ours_{tag}_{os.getpid()}"
     shutil.rmtree(run_dir, ignore_errors=True)
-    cmd = [sys.executable, "-m", "loop_agents.train", *our_overrides(model_dir, run_dir, generations)]
+    cmd = [sys.executable, "-m", "loop_agents.train", *our_overrides(model_dir, run_dir, generations, case)]
     env = dict(os.environ, RAY_DISABLE_DASHBOARD="1", RAY_USAGE_STATS_ENABLED="0")
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
@@ -168,7 +200,8 @@ def run_ours(model_dir: Path, generations: int, tag: str, timeout_s: float) -> d
     return result
 
 
-def run_trl(model_dir: Path, generations: int, tag: str, timeout_s: float) -> dict:
+def run_trl(model_dir: Path, case: Case, tag: str, timeout_s: float) -> dict:
+    generations = case.generations
     if not TRL_PYTHON.exists():
         raise RuntimeError(f"{TRL_PYTHON} not found: run `bash benchmarks/trl_compare/install.sh` first")
     out = TMP / f"s14b_trl_compare_trl_{tag}_{os.getpid()}"
@@ -180,7 +213,8 @@ def run_trl(model_dir: Path, generations: int, tag: str, timeout_s: float) -> di
         "group_size": GROUP_SIZE,
         "tasks_per_generation": TASKS_PER_GENERATION,
         "minibatch": MINIBATCH,
-        "max_new_tokens": MAX_NEW_TOKENS,
+        "max_new_tokens": case.max_new_tokens,
+        "max_turns": case.turns,
         "lr": LR,
         "lora": {"r": 8, "alpha": 16, "target_modules": LORA_TARGETS},
         "threads": THREADS,
@@ -216,21 +250,22 @@ def run_trl(model_dir: Path, generations: int, tag: str, timeout_s: float) -> di
     }
 
 
-def measure_size(size: str, generations: int, rounds: int, timeout_s: float) -> dict:
-    model_dir, params = build_model(size)
+def measure_case(case: Case, rounds: int, timeout_s: float) -> dict:
+    model_dir, params = build_model(case.size)
     runs: dict[str, list[dict]] = {"ours": [], "trl": []}
     for r in range(rounds):
         order = ("ours", "trl") if r % 2 == 0 else ("trl", "ours")
         for side in order:
             fn = run_ours if side == "ours" else run_trl
-            res = fn(model_dir, generations, f"{size}_r{r}", timeout_s)
+            res = fn(model_dir, case, f"{case.name}_r{r}", timeout_s)
             runs[side].append(res)
-            print(f"[trl_compare] {size} round {r} {side}: {res['samples_per_s']:.2f} samples/s "
+            print(f"[trl_compare] {case.name} round {r} {side}: {res['samples_per_s']:.2f} samples/s "
                   f"(load {res['load_avg_1m']})", file=sys.stderr, flush=True)  # fmt: skip
     ours = statistics.median(x["samples_per_s"] for x in runs["ours"])
     trl = statistics.median(x["samples_per_s"] for x in runs["trl"])
     return {
         "params_m": round(params / 1e6, 2),
+        "setup": case.setup(rounds),
         "ours_samples_per_s": round(ours, 2),
         "trl_samples_per_s": round(trl, 2),
         "ratio": round(ours / trl, 3),
@@ -239,46 +274,51 @@ def measure_size(size: str, generations: int, rounds: int, timeout_s: float) -> 
     }
 
 
-def run(sizes=("tiny", "25m"), generations: int = 3, rounds: int = 1, timeout_s: float = 1200) -> dict:
+def run(cases: tuple[Case, ...] = CASES, rounds: int = 1, timeout_s: float = 1500) -> dict:
     results: dict[str, dict] = {}
-    for size in sizes:
+    for case in cases:
         try:
-            results[size] = measure_size(size, generations, rounds, timeout_s)
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:  # keep the other size's numbers
-            results[size] = {"error": str(exc)[-2500:]}
-            print(f"[trl_compare] {size} failed: {str(exc)[-600:]}", file=sys.stderr, flush=True)
+            results[case.name] = measure_case(case, rounds, timeout_s)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:  # keep the other cases' numbers
+            results[case.name] = {"error": str(exc)[-2500:]}
+            print(f"[trl_compare] {case.name} failed: {str(exc)[-600:]}", file=sys.stderr, flush=True)
     ok = {k: v for k, v in results.items() if "error" not in v}
     return {
-        "setup": f"single-turn gem hunt, {TASKS_PER_GENERATION} prompts x group {GROUP_SIZE}, <= {MAX_NEW_TOKENS} "
-        f"new tokens, LoRA r8, fp32, {THREADS} threads, {generations} generation batches (1 warm-up), "
-        f"{rounds} alternating rounds, median",
-        "sizes": results,
+        "setup": f"gem hunt, {TASKS_PER_GENERATION} prompts x group {GROUP_SIZE}, LoRA r8, fp32, {THREADS} threads, "
+        f"generation batch 1 is warm-up; {rounds} alternating rounds, median",
+        "cases": results,
         "ratio": ok["25m"]["ratio"] if "25m" in ok else None,
+        "ratio_multi_turn": ok["25m_multiturn"]["ratio"] if "25m_multiturn" in ok else None,
     }
 
 
 def bench(quick: bool = False) -> dict:
     """Entry point of `python -m benchmarks run trl_compare` (needs .venv-trl: see install.sh)."""
-    result = run(generations=3, rounds=1) if quick else run(rounds=2)
+    result = run(rounds=1) if quick else run(rounds=2)
     parts = []
-    for size, r in result["sizes"].items():
+    for name, r in result["cases"].items():
         if "error" in r:
-            parts.append(f"{size}: FAILED ({r['error'].strip().splitlines()[0][:100]})")
+            parts.append(f"{name}: FAILED ({r['error'].strip().splitlines()[0][:100]})")
             continue
         loads = "/".join(f"{x:g}" for x in r["load_avg_1m"])
         parts.append(
-            f"{size} ({r['params_m']} M): ours {r['ours_samples_per_s']:.1f} vs TRL {r['trl_samples_per_s']:.1f} "
-            f"samples/s = {r['ratio']:.2f}x (load {loads})"
+            f"{name} ({r['params_m']} M, {r['setup']}): ours {r['ours_samples_per_s']:.2f} vs TRL "
+            f"{r['trl_samples_per_s']:.2f} samples/s = {r['ratio']:.2f}x (load {loads})"
         )
     return {
         **result,
-        "ratio_definition": "GRPO samples/s (completions per second of generation + learning, warm-up batch "
-        "and start-up excluded) of our loop / of TRL GRPOTrainer (HF generate), same model, prompts, reward, "
-        "group, token budget and LoRA, at 25 M parameters; single-turn; median of alternating rounds",
+        "ratio_definition": "GRPO samples/s (episodes per second of generation + learning, warm-up batch "
+        "and start-up excluded) of our loop / of TRL GRPOTrainer (HF generate; multi-turn through its "
+        "rollout_func), same model, prompts, reward, group, token budget and LoRA, at 25 M parameters, "
+        "single-turn (ratio) and multi-turn (ratio_multi_turn); median of alternating rounds",
         "summary": "; ".join(parts) + f"; {result['setup']}",
     }
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    print(json.dumps(run(generations=3, rounds=1) if quick else run(rounds=2), indent=2))
+    parser = argparse.ArgumentParser(description="our loop vs TRL GRPOTrainer; prints the JSON result")
+    parser.add_argument("--quick", action="store_true", help="one round instead of two")
+    parser.add_argument("--case", nargs="+", choices=[c.name for c in CASES], help="default: every case")
+    args = parser.parse_args()
+    chosen = tuple(c for c in CASES if not args.case or c.name in args.case)
+    print(json.dumps(run(chosen, rounds=1 if args.quick else 2), indent=2))

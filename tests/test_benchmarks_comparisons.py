@@ -24,17 +24,24 @@ def _trl_side():
 
 
 def test_trl_compare_our_config_matches_the_trl_side(tmp_path):
-    cfg = compose(trl_compare.our_overrides(tmp_path / "model", tmp_path / "run", 4))
-    assert cfg.env.turn_schedule.max_turns == 1 and cfg.env.name == "bundled"
-    assert cfg.algorithm.rollouts_per_task == trl_compare.GROUP_SIZE
-    assert cfg.algorithm.tasks_per_iteration == trl_compare.TASKS_PER_GENERATION
-    assert cfg.algorithm.minibatch_size == trl_compare.MINIBATCH and cfg.algorithm.epochs == 1
-    assert cfg.algorithm.kl_coef == 0.0 and cfg.algorithm.std_normalize
-    assert cfg.algorithm.clip_low == 0.8 and cfg.algorithm.clip_high == 1.2
-    assert cfg.llm.max_new_tokens == trl_compare.MAX_NEW_TOKENS and cfg.llm.lora.r == 8
-    assert cfg.env.concurrency == trl_compare.CONCURRENCY
+    for case in trl_compare.CASES:
+        cfg = compose(trl_compare.our_overrides(tmp_path / "model", tmp_path / "run", 4, case))
+        assert cfg.env.turn_schedule.max_turns == case.turns and cfg.env.name == "bundled"
+        assert cfg.algorithm.rollouts_per_task == trl_compare.GROUP_SIZE
+        assert cfg.algorithm.tasks_per_iteration == trl_compare.TASKS_PER_GENERATION
+        assert cfg.algorithm.minibatch_size == trl_compare.MINIBATCH and cfg.algorithm.epochs == 1
+        assert cfg.algorithm.kl_coef == 0.0 and cfg.algorithm.std_normalize
+        assert cfg.algorithm.clip_low == 0.8 and cfg.algorithm.clip_high == 1.2
+        assert cfg.llm.max_new_tokens == case.max_new_tokens and cfg.llm.lora.r == 8
+        assert cfg.env.concurrency == trl_compare.CONCURRENCY
+        # room for every turn: prompt (~70 tokens) + turns x (generation + observation ~40 tokens)
+        assert cfg.llm.max_model_len >= 70 + case.turns * (case.max_new_tokens + 40)
     ids = trl_compare.prompt_order(2)
     assert len(ids) == 2 * trl_compare.TASKS_PER_GENERATION and set(ids) <= set(task_ids("train"))
+
+
+def test_trl_multi_turn_reward_is_what_the_rollout_recorded():
+    assert _trl_side().episode_reward([[], []], episode_reward=[0.25, 1]) == [0.25, 1.0]
 
 
 def test_trl_reward_is_the_gem_hunt_reward():

@@ -9,6 +9,12 @@ reference model), loss_type "grpo", group-std scaled advantages, clip 0.2, one p
 batch in optimizer steps of `minibatch` completions, and the gem hunt reward of one turn computed by the
 very code our environment runs (GemHuntGame + TextActionAgent's action parsing). Prints one JSON line
 prefixed `TRL_RESULT ` with the time of each generation batch (generation + reward + learning).
+
+With `max_turns` > 1 in SPEC the episodes are multi-turn, through TRL's documented multi-turn path: a
+`rollout_func` that plays each episode turn by turn with the trainer's own model (HF `generate`, all
+unfinished episodes of the batch in one call per turn), renders each observation with the chat template
+turn by turn (loop_agents.rollout.chat.ChatFormat, the same ids our runner builds) and returns `env_mask`
+so that only sampled tokens are trained on; the reward is the gem hunt game's at the end of the episode.
 """
 
 from __future__ import annotations
@@ -39,6 +45,85 @@ def gem_hunt_reward(completions, task_id, **_) -> list[float]:
             game.step(parsed.action)
         rewards.append(game.reward)
     return rewards
+
+
+def episode_reward(completions, episode_reward, **_) -> list[float]:
+    """Multi-turn: the reward the rollout function recorded when each episode ended."""
+    return [float(r) for r in episode_reward]
+
+
+def multi_turn_rollout(spec: dict, tokenizer, task_ids: list[str]):
+    """TRL `rollout_func` playing gem hunt episodes of up to `max_turns` turns, batched per turn."""
+    import torch
+    from transformers import GenerationConfig
+    from trl.models import unwrap_model_for_generation
+
+    from loop_agents.envs.bundled.game import GemHuntGame
+    from loop_agents.envs.bundled.tasks import generate_task, parse_task_id
+    from loop_agents.rollout.chat import ChatFormat
+    from loop_agents.rollout.text_agent import TextActionAgent
+
+    chat, agent = ChatFormat(tokenizer), TextActionAgent()
+    stop_ids = chat.stop_token_ids(["<|im_end|>", "<|endoftext|>"])  # our EpisodeConfig's stop tokens
+    pad_id = tokenizer.pad_token_id
+    games = {}
+    for tid in task_ids:
+        first = GemHuntGame(generate_task(parse_task_id(tid))).first_observation()
+        if games.setdefault(first, tid) != tid:
+            raise ValueError(f"tasks {games[first]} and {tid} open with the same observation")
+    generation = GenerationConfig(
+        do_sample=True, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=int(spec["max_new_tokens"]),
+        eos_token_id=stop_ids, pad_token_id=pad_id,
+    )  # fmt: skip
+
+    def rollout(prompts: list[list[dict]], trainer) -> dict:
+        episodes = []
+        for messages in prompts:
+            game = GemHuntGame(generate_task(parse_task_id(games[messages[-1]["content"]])), spare_moves=1)
+            prompt = chat.initial_ids(messages) + chat.generation_prompt_ids
+            episodes.append({"game": game, "prompt": prompt, "completion": [], "mask": [], "done": False})
+        with (
+            unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model,
+            torch.no_grad(),
+        ):
+            for turn in range(int(spec["max_turns"])):
+                active = [e for e in episodes if not e["done"]]
+                if not active:
+                    break
+                rows = [e["prompt"] + e["completion"] for e in active]
+                width = max(map(len, rows))
+                ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows])
+                attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+                new = model.generate(input_ids=ids, attention_mask=attention, generation_config=generation)
+                for episode, row in zip(active, new[:, width:].tolist(), strict=True):
+                    end = next((i + 1 for i, t in enumerate(row) if t in stop_ids), len(row))
+                    sampled = row[:end]
+                    episode["completion"] += sampled
+                    episode["mask"] += [1] * len(sampled)
+                    parsed = agent.parse_action(chat.decode(sampled))
+                    if parsed.action is None:  # as our runner: feedback, no move spent
+                        observation, done = parsed.feedback, False
+                    else:
+                        observation, _, done = episode["game"].step(parsed.action)
+                    if done or turn + 1 == int(spec["max_turns"]):
+                        episode["done"] = True
+                        continue
+                    context = (
+                        chat.close_turn_ids(sampled)
+                        + chat.observation_ids(observation)
+                        + chat.generation_prompt_ids
+                    )
+                    episode["completion"] += context
+                    episode["mask"] += [0] * len(context)
+        return {
+            "prompt_ids": [e["prompt"] for e in episodes],
+            "completion_ids": [e["completion"] for e in episodes],
+            "logprobs": None,  # HF generate gives none; TRL recomputes old log-probs, as in single-turn
+            "env_mask": [e["mask"] for e in episodes],
+            "episode_reward": [e["game"].reward for e in episodes],
+        }
+
+    return rollout
 
 
 def main(spec_path: str) -> None:
@@ -123,9 +208,11 @@ def main(spec_path: str) -> None:
         model_init_kwargs={"dtype": torch.float32},
     )
     lora = spec["lora"]
+    multi_turn = int(spec.get("max_turns", 1)) > 1
     trainer = GRPOTrainer(
         model=spec["model_dir"],
-        reward_funcs=gem_hunt_reward,
+        reward_funcs=episode_reward if multi_turn else gem_hunt_reward,
+        rollout_func=multi_turn_rollout(spec, tokenizer, spec["task_ids"]) if multi_turn else None,
         args=args,
         train_dataset=data,
         processing_class=tokenizer,
