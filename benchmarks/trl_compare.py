@@ -75,18 +75,24 @@ SIZES = {
 
 @dataclass(frozen=True)
 class Case:
-    """One row of the comparison: a model size, turns per episode, new tokens per turn, generation batches."""
+    """One row of the comparison: a model, turns per episode, new tokens per turn, generation batches."""
 
     name: str
-    size: str
+    size: str  # a SIZES key (built from scratch), or "warm": the demo's warm-started model (WARM_MODEL)
     turns: int
     max_new_tokens: int
-    generations: int  # the first is warm-up, not timed
+    generations: int  # the first is warm-up, not timed for samples/s
+    lr: float = LR
+    target_reward: float | None = None  # time-to-reward cases: the training reward both sides must reach
 
     def setup(self, rounds: int) -> str:
         kind = "single-turn" if self.turns == 1 else f"{self.turns} turns"
         return f"{kind}, <= {self.max_new_tokens} new tokens per turn, {self.generations - 1} timed batches"
 
+
+# The demo's full-weight SFT warm start (`bash scripts/demo.sh` writes it; 0.6 M parameters): an untrained model
+# scores 0 on every episode, so time to a reward needs a policy that already scores some.
+WARM_MODEL = Path(os.environ.get("TRL_COMPARE_WARM_MODEL", ROOT / "runs" / "demo" / "warm_model"))
 
 CASES = (
     Case("tiny", "tiny", turns=1, max_new_tokens=64, generations=3),
@@ -94,15 +100,27 @@ CASES = (
     # multi-turn at 25 M: 3 turns of <= 32 tokens (about 1.5x the single-turn generation per episode); one
     # timed batch, since a TRL batch takes minutes here
     Case("25m_multiturn", "25m", turns=3, max_new_tokens=32, generations=2),
+    # time to the same training reward: the demo's game (8 turns of <= 48 tokens) and learning rate, GRPO
+    Case(
+        "warm_time_to_reward", "warm", turns=8, max_new_tokens=48, generations=12, lr=2e-3, target_reward=0.8
+    ),
 )
 
 
 def build_model(size: str) -> tuple[Path, int]:
-    from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
+    if size == "warm":
+        if not (WARM_MODEL / "config.json").exists():
+            raise RuntimeError(
+                f"no warm-started model at {WARM_MODEL}: run `bash scripts/demo.sh` first "
+                "(or point TRL_COMPARE_WARM_MODEL at a run's warm_model)"
+            )
+        out = WARM_MODEL
+    else:
+        from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
-    out = TMP / f"s14b_trl_compare_model_{size}"
-    if not (out / "config.json").exists():
-        build_tiny_model(out, TinyModelSpec(**SIZES[size]))
+        out = TMP / f"s14b_trl_compare_model_{size}"
+        if not (out / "config.json").exists():
+            build_tiny_model(out, TinyModelSpec(**SIZES[size]))
     from transformers import AutoConfig
 
     c = AutoConfig.from_pretrained(out)
@@ -142,7 +160,7 @@ def our_overrides(model_dir: Path, run_dir: Path, generations: int, case: Case) 
         f"algorithm.tasks_per_iteration={TASKS_PER_GENERATION}",
         f"algorithm.minibatch_size={MINIBATCH}",
         "algorithm.epochs=1",
-        f"algorithm.lr={LR}",
+        f"algorithm.lr={case.lr}",
         "env=bundled",
         f"env.turn_schedule.max_turns={case.turns}",
         f"env.concurrency={CONCURRENCY}",
@@ -192,6 +210,7 @@ def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float) -> dict:
             r["rollout/generated_tokens"] / r["rollout/count"] for r in rows
         ),
         "tokens_per_sample_mean": statistics.mean(r["rollout/tokens_mean"] for r in rows),
+        "reward": [round(r["rollout/reward_mean"], 4) for r in rows],
         "process_s": round(wall, 1),
         "startup_s": round(wall - sum(r["time/iteration"] for r in rows), 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
@@ -215,7 +234,7 @@ def run_trl(model_dir: Path, case: Case, tag: str, timeout_s: float) -> dict:
         "minibatch": MINIBATCH,
         "max_new_tokens": case.max_new_tokens,
         "max_turns": case.turns,
-        "lr": LR,
+        "lr": case.lr,
         "lora": {"r": 8, "alpha": 16, "target_modules": LORA_TARGETS},
         "threads": THREADS,
         "generations": generations,
@@ -263,7 +282,17 @@ def measure_case(case: Case, rounds: int, timeout_s: float) -> dict:
                   f"(load {res['load_avg_1m']})", file=sys.stderr, flush=True)  # fmt: skip
     ours = statistics.median(x["samples_per_s"] for x in runs["ours"])
     trl = statistics.median(x["samples_per_s"] for x in runs["trl"])
+    extra = {}
+    if case.target_reward is not None:
+        extra = {
+            "target_reward": case.target_reward,
+            "seconds_to_target": {
+                side: [time_to_reward(x["block_s"], x["reward"], case.target_reward) for x in runs[side]]
+                for side in runs
+            },
+        }
     return {
+        **extra,
         "params_m": round(params / 1e6, 2),
         "setup": case.setup(rounds),
         "ours_samples_per_s": round(ours, 2),
@@ -272,6 +301,17 @@ def measure_case(case: Case, rounds: int, timeout_s: float) -> dict:
         "load_avg_1m": [x["load_avg_1m"] for side in ("ours", "trl") for x in runs[side]],
         "runs": runs,
     }
+
+
+def time_to_reward(block_s: list[float], rewards: list[float], target: float) -> float | None:
+    """Seconds of generation + learning (start-up excluded) until a generation batch's mean training reward
+    first reaches `target`, counted to the end of that batch; None if it never does."""
+    elapsed = 0.0
+    for seconds, reward in zip(block_s, rewards, strict=True):
+        elapsed += seconds
+        if reward >= target:
+            return round(elapsed, 1)
+    return None
 
 
 def run(cases: tuple[Case, ...] = CASES, rounds: int = 1, timeout_s: float = 1500) -> dict:

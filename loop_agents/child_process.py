@@ -8,7 +8,7 @@ closes that gap for the process we spawn, but not for *its* children: vLLM's `En
 outlives an api_server killed with SIGKILL (it has no parent-death watch of its own), and Ray SIGKILLs
 the children of a dead worker. So the vLLM server gets SIGTERM when its owner dies (its handler shuts
 the engine down), every other Python process of its tree arms a parent-death SIGKILL at start-up
-(`inference/parent_death_hook`), and every server records its tree in the run directory, so that the
+(`inference/server_site`), and every server records its tree in the run directory, so that the
 next start in that directory kills whatever still escaped.
 """
 

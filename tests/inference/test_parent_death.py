@@ -2,7 +2,7 @@
 
 vLLM's EngineCore has no parent-death watch of its own: every killed driver left one spinning at ~40 % of a core.
 The api_server gets SIGTERM when its owner dies (its handler stops the engine), and every other Python process of
-the tree gets a parent-death SIGKILL from `inference/parent_death_hook`, so a SIGKILLed api_server (what Ray does
+the tree gets a parent-death SIGKILL from `inference/server_site`, so a SIGKILLed api_server (what Ray does
 to the children of a dead worker) takes EngineCore and its Worker with it.
 """
 

