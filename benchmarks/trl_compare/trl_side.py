@@ -158,6 +158,7 @@ def main(spec_path: str) -> None:
             self.marks: list[float] = []
             self.completion_lengths: list[float] = []
             self.num_tokens: list[float] = []
+            self.rewards: list[float] = []  # mean training reward of each generation batch
 
         def on_train_begin(self, args, state, control, **kw):
             self.marks.append(time.perf_counter())
@@ -169,6 +170,8 @@ def main(spec_path: str) -> None:
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "completions/mean_length" in logs:
                 self.completion_lengths.append(float(logs["completions/mean_length"]))
+            if logs and "reward" in logs:
+                self.rewards.append(float(logs["reward"]))
             if logs and "num_tokens" in logs:
                 self.num_tokens.append(float(logs["num_tokens"]))
 
@@ -243,6 +246,7 @@ def main(spec_path: str) -> None:
         "tokens_per_sample_mean": (timer.num_tokens[-1] / (generations * generation_batch))
         if timer.num_tokens
         else None,
+        "reward": timer.rewards,
         "threads": torch.get_num_threads(),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
