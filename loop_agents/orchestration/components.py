@@ -181,6 +181,13 @@ def rollout_metrics(rollouts: list[Trajectory], prefix: str = "rollout") -> dict
     return metrics
 
 
+def policy_lag(rollouts: list[Trajectory], iteration: int) -> dict[str, float]:
+    """How many updates behind the learner the sampling policy was: the learner of iteration i holds
+    policy i-1, so a synchronous loop has lag 0 and async one-step-off lag 1 (from iteration 2)."""
+    versions = [t.policy_version for t in rollouts if t.policy_version is not None]
+    return {"rollout/policy_lag": float(iteration - 1 - min(versions))} if versions else {}
+
+
 def format_progress(iteration: int, total: int, metrics: dict[str, Any]) -> str:
     def get(key: str) -> str:
         value = metrics.get(key)

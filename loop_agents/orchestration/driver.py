@@ -176,6 +176,7 @@ class Driver:
             self.log.save_rollouts(rollouts, iteration)
             metrics = {
                 **C.rollout_metrics(rollouts),
+                **C.policy_lag(rollouts, iteration),
                 **collect_metrics,
                 **adv_metrics,
                 **learn_metrics,

@@ -20,7 +20,7 @@ from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams
 from loop_agents.inference.watchdog import HealthWatchdog
-from tests.inference.conftest import SERVED_NAME
+from tests.inference.conftest import MAX_MODEL_LEN, SERVED_NAME
 
 NO_RETRY = ClientConfig(request_timeout_s=4.0, max_retries=0)
 
@@ -64,11 +64,17 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
     (The benchmark at 25 M parameters lost a whole iteration when a busy server was restarted as "hung".)"""
 
     async def flood_and_probe() -> tuple[list[bool], int]:
-        body = {"model": SERVED_NAME, "prompt": [5, 6, 7], "max_tokens": 300, "ignore_eos": True}
+        # 64 x ~1000 tokens: on an idle machine 32 x 300 were done before the last probe
+        body = {
+            "model": SERVED_NAME,
+            "prompt": [5, 6, 7],
+            "max_tokens": MAX_MODEL_LEN - 8,
+            "ignore_eos": True,
+        }
         async with httpx.AsyncClient(timeout=600) as http:
             flood = [
                 asyncio.create_task(http.post(f"{vllm_server.url}/v1/completions", json=body))
-                for _ in range(32)
+                for _ in range(64)
             ]
             await asyncio.sleep(1.0)
             probes = []
