@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
@@ -264,12 +265,14 @@ class Learner(LearnerCheckpointing):
         trajectories: list[Trajectory],
         token_advantages: list[torch.Tensor] | None = None,
         value_targets: list[torch.Tensor] | None = None,
+        on_step: Callable[[int, int], None] | None = None,
     ) -> dict[str, float]:
         """One iteration: (recompute old log-probs), E epochs of minibatch steps, scheduler step.
 
         Advantages come from `token_advantages` ([T_i] each, from compute_advantages) or, if None,
         from the scalar `Trajectory.advantage` broadcast to trainable tokens. `value_targets` ([T_i]
-        returns) are needed for gae. Returns iteration metrics (same values on every rank).
+        returns) are needed for gae. `on_step(steps done, steps)` is called after every optimizer step
+        (progress display). Returns iteration metrics (same values on every rank).
         """
         start = time.perf_counter()
         alg = self.algorithm
@@ -301,6 +304,7 @@ class Learner(LearnerCheckpointing):
             old_values = self._forward_all(items, with_values=True)[1]
         self.policy.train()
         steps: list[dict[str, float]] = []
+        total_steps = self.cfg.epochs * -(-len(items) // self.cfg.minibatch_size)
         train_start = time.perf_counter()
         for epoch in range(self.cfg.epochs):
             order = epoch_order(len(items), self.cfg.seed, self.iteration, epoch)
@@ -310,6 +314,8 @@ class Learner(LearnerCheckpointing):
                         items, order[first : first + self.cfg.minibatch_size], old, ref, old_values
                     )
                 )
+                if on_step is not None:
+                    on_step(len(steps), total_steps)
         train_seconds = time.perf_counter() - train_start
         lr = self.optimizer.param_groups[0]["lr"]
         self.scheduler.step()

@@ -66,6 +66,7 @@ class Cluster:
         self._version = 0
         self._collecting: dict[Any, str | None] = {}  # collection in flight -> the adapter it samples from
         self._retained: set[str] = set()  # replaced adapters kept loaded for a collection in flight
+        self._prefixes: dict[Any, str] = {}  # collection in flight -> its group prefix (progress key)
         self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
         self.evaluator_restarts = 0
 
@@ -115,15 +116,25 @@ class Cluster:
             task_ids, k, max_turns, self.adapter, group_prefix, seed, policy_version=self._version
         )
         self._collecting[handle] = self.adapter
+        self._prefixes[handle] = group_prefix
         return handle
 
-    def wait(self, handle) -> tuple[list, dict[str, float]]:
-        """The collection's (rollouts, metrics); then unloads a retained adapter no collection samples any more."""
+    def wait(self, handle, on_progress=None) -> tuple[list, dict[str, float]]:
+        """The collection's (rollouts, metrics); then unloads a retained adapter no collection samples any more.
+
+        `on_progress(episodes ended, episodes)` is called about twice a second while it runs."""
         import ray
 
         try:
+            if on_progress is not None:
+                prefix = self._prefixes[handle]
+                while not ray.wait([handle], timeout=0.5)[0]:
+                    progress = ray.get(self.worker.progress.remote(prefix))
+                    if progress is not None:
+                        on_progress(*progress)
             return ray.get(handle)
         finally:
+            self._prefixes.pop(handle, None)
             self._collecting.pop(handle, None)
             for name in sorted(self._retained - set(self._collecting.values())):
                 ray.get([s.unload_adapter.remote(name) for s in self.servers])

@@ -32,6 +32,11 @@ class CollectionStats:
     cancelled: int = 0  # episodes cut as stragglers (in flight or never started)
     cancelled_lengths: list[int] = field(default_factory=list)  # tokens of cut in-flight episodes, if known
 
+    @property
+    def ended(self) -> int:
+        """Episodes that will not run any more: finished, dropped after retries, or cut."""
+        return self.finished + self.failed + self.cancelled
+
     def as_metrics(self) -> dict[str, float]:
         return {
             "collect/started": self.started,
@@ -59,12 +64,14 @@ async def collect_groups(
     cut_policy: str = "finish_started",
     group_prefix: str = "",
     before_retry: Callable[[Trajectory], Awaitable[None]] | None = None,
+    stats: CollectionStats | None = None,
 ) -> tuple[list[Trajectory], CollectionStats]:
     """Run k episodes per task; returns finished trajectories (group order) and collection stats.
 
     `before_retry(failed)` is awaited before an episode is retried (e.g. wait for a restarting server).
+    `stats`, if given, is filled in as episodes end (the worker reports it as progress while collecting).
     """
-    stats = CollectionStats()
+    stats = stats if stats is not None else CollectionStats()
     need_total = max(1, -(-len(task_ids) * k * rollouts_fraction // 1)) if rollouts_fraction < 1 else None
     need_each = min_per_task(k, rollouts_per_task_fraction)
     done_per_task = {t: 0 for t in task_ids}

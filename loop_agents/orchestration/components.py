@@ -148,18 +148,18 @@ def warm_start(learner: Learner, demonstrations: list[Trajectory], cfg: DictConf
     return sft_warm_start(learner, demonstrations, cfg.learner.sft_epochs, cfg.learner.sft_lr)
 
 
-def learn(learner: Learner, trajectories: list[Trajectory]) -> dict[str, float]:
-    """One learner iteration on every rank. Token-level estimators run here: gae needs the critic."""
+def learn(learner: Learner, trajectories: list[Trajectory], on_step=None) -> dict[str, float]:
+    """One learner iteration on every rank. Token-level estimators run here: gae needs the critic.
+    `on_step(steps done, steps)` reports progress (the driver's bar)."""
     alg = learner.algorithm
     if alg.advantage_estimator == "gae":
         result = compute_advantages(trajectories, alg, learner.compute_values(trajectories))
-        metrics = learner.train_iteration(trajectories, result.token_advantages, result.returns)
+        metrics = learner.train_iteration(trajectories, result.token_advantages, result.returns, on_step)
     elif alg.advantage_estimator == "reinforce_pp":
-        metrics = learner.train_iteration(
-            trajectories, compute_advantages(trajectories, alg).token_advantages
-        )
+        advantages = compute_advantages(trajectories, alg).token_advantages
+        metrics = learner.train_iteration(trajectories, advantages, on_step=on_step)
     else:
-        metrics = learner.train_iteration(trajectories)
+        metrics = learner.train_iteration(trajectories, on_step=on_step)
     return {f"learn/{k}": v for k, v in metrics.items()}
 
 

@@ -24,6 +24,7 @@ from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
 from loop_agents.orchestration.environments import prepare_environment
+from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
@@ -119,6 +120,7 @@ class Driver:
             run_id=state.get("wandb_run_id"),
         )
         self.schedule = make_turn_schedule(cfg.env.turn_schedule)
+        self.bars = PhaseProgress(bool(cfg.logging.progress))
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -161,7 +163,11 @@ class Driver:
             if pending is None:
                 pending = self._submit(cluster, sampler, iteration)
             sampler_after, tasks, ref = pending
-            rollouts, collect_metrics = cluster.wait(ref)
+            with self.bars.phase(f"collect {iteration}/{cfg.run.iterations}", 1) as update:
+                rollouts, collect_metrics = cluster.wait(ref, on_progress=update)
+                if update is not None:
+                    ended = sum(collect_metrics[f"collect/{k}"] for k in ("finished", "lost", "cancelled"))
+                    update(int(ended), int(ended))
             t_rollout = time.perf_counter() - t_iter
             pending = None
             if cfg.rollout.async_one_step_off and iteration < cfg.run.iterations:
@@ -170,7 +176,11 @@ class Driver:
             t0 = time.perf_counter()
             kept, adv_metrics = C.advantages_and_filter(rollouts, cfg, self.dist.world_size)
             cluster.pause_for_learning()
-            learn_metrics = C.learn(self.learner, self.dist.broadcast(("train", kept))[1]) if kept else {}
+            learn_metrics = {}
+            if kept:  # followers learn only when told to: nothing is broadcast for an empty batch
+                with self.bars.phase(f"learn   {iteration}/{cfg.run.iterations}", 1) as update:
+                    trained = self.dist.broadcast(("train", kept))[1]
+                    learn_metrics = C.learn(self.learner, trained, on_step=update)
             t_learn = time.perf_counter() - t0
 
             self.log.save_rollouts(rollouts, iteration)

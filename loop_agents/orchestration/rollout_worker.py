@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from loop_agents.orchestration.collector import collect_groups
+from loop_agents.orchestration.collector import CollectionStats, collect_groups
 from loop_agents.orchestration.components import episode_config, rollout_metrics
 from loop_agents.orchestration.environments import (
     close_task_source,
@@ -47,6 +47,7 @@ class RolloutWorker:
         self.client = VLLMClient(server_urls, request_timeout_s=self.cfg.rollout.request_timeout_s)
         self.task_source = make_task_source(self.cfg)
         self._started = False
+        self._live: dict[str, tuple[CollectionStats, int]] = {}  # group_prefix -> (stats, episodes)
 
     async def _ensure_started(self) -> None:
         if not self._started:
@@ -55,6 +56,11 @@ class RolloutWorker:
 
     def task_ids(self, split: str) -> list[str]:
         return self.task_source.task_ids(split)
+
+    async def progress(self, group_prefix: str) -> tuple[int, int] | None:
+        """(episodes ended, episodes) of the collection running under `group_prefix`; None when none is."""
+        live = self._live.get(group_prefix)
+        return (live[0].ended, live[1]) if live else None
 
     def set_servers(self, server_urls: list[str]) -> None:
         self.server_urls = list(server_urls)
@@ -95,18 +101,24 @@ class RolloutWorker:
             traj.metadata["adapter"] = adapter
             return traj
 
-        trajectories, stats = await collect_groups(
-            task_ids,
-            k,
-            episode,
-            concurrency=cfg.env.concurrency,
-            retries=cfg.rollout.episode_retries,
-            rollouts_fraction=1.0 if self.evaluation else cfg.rollout.rollouts_fraction,
-            rollouts_per_task_fraction=1.0 if self.evaluation else cfg.rollout.rollouts_per_task_fraction,
-            cut_policy=cfg.rollout.cut_policy,
-            group_prefix=group_prefix,
-            before_retry=self._wait_for_servers,
-        )
+        stats = CollectionStats()
+        self._live[group_prefix] = (stats, len(task_ids) * k)
+        try:
+            trajectories, stats = await collect_groups(
+                task_ids,
+                k,
+                episode,
+                concurrency=cfg.env.concurrency,
+                retries=cfg.rollout.episode_retries,
+                rollouts_fraction=1.0 if self.evaluation else cfg.rollout.rollouts_fraction,
+                rollouts_per_task_fraction=1.0 if self.evaluation else cfg.rollout.rollouts_per_task_fraction,
+                cut_policy=cfg.rollout.cut_policy,
+                group_prefix=group_prefix,
+                before_retry=self._wait_for_servers,
+                stats=stats,
+            )
+        finally:
+            self._live.pop(group_prefix, None)
         elapsed = time.perf_counter() - started
         generated = sum(t.num_generated_tokens for t in trajectories)
         metrics = {

@@ -54,9 +54,11 @@ def test_learner_matches_reference_single_process(tiny_model_dir, reference_resu
     batch = make_batch(seed=0)
     compute_advantages(batch, loop_algorithm())
     learner = Learner(learner_config(tiny_model_dir), loop_algorithm())
-    metrics = learner.train_iteration(batch)
+    reported: list[tuple[int, int]] = []
+    metrics = learner.train_iteration(batch, on_step=lambda done, total: reported.append((done, total)))
     _compare(learner.trainable_state(), learner.step_history, reference_result)
     assert metrics["num_steps"] == 6 and metrics["clip_fraction"] > 0  # the clip was exercised
+    assert reported == [(step, 6) for step in range(1, 7)]  # the driver's progress bar
 
 
 def run_torchrun(args: list[str], nproc: int = 2, timeout: int = 240) -> None:

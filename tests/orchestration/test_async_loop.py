@@ -31,9 +31,13 @@ def test_async_one_step_off_samples_one_policy_behind_and_loses_nothing(tmp_path
         "env.turn_schedule.max_turns=3", "eval.enabled=false", "logging.wandb_mode=disabled",
         "logging.plots=false", "learner.stress_test=false",
     ]  # fmt: skip
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+    quiet = {"RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **quiet, "TTY_COMPATIBLE": "1"}  # rich draws its bars as on a terminal
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    # the driver's progress bars: episodes of each collection, optimizer steps of each learn phase, with ETA
+    assert f"collect {ITERATIONS}/{ITERATIONS}" in done.stderr and "6/6" in done.stderr, done.stderr[-3000:]
+    assert f"learn   {ITERATIONS}/{ITERATIONS}" in done.stderr and "ETA" in done.stderr
 
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     train = {r["iteration"]: r for r in rows if "rollout/count" in r}
