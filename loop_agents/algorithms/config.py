@@ -41,6 +41,10 @@ class AlgorithmConfig:
     )
     dr_grpo_length_constant: int | None = None  # Dr.GRPO's constant length L; None = learner max_seq_len
     kl_coef: float = 0.0  # weight of the per-token k3 KL to the reference (base model); 0 = off
+    entropy_coef: float = 0.0  # entropy bonus: loss - c * Σ_i w_i Σ_t H_it (verl / AgentGym-RL); 0 = off
+    # skip the step and end the iteration's epochs when KL(π_old ‖ π_θ), nats per trajectory (Σ of per-token
+    # k3), exceeds this before a step (ml-loop's guard, which uses a noisier k1); None = off
+    high_kl_threshold: float | None = 20.0
     value_loss_coef: float = 0.5  # weight of the value loss (gae only)
     value_clip: float | None = None  # clip value predictions to old ± this (PPO value clipping); None = off
 
@@ -60,7 +64,9 @@ class AlgorithmConfig:
             raise ValueError(f"need 0 < clip_low <= 1 <= clip_high, got {self.clip_low}, {self.clip_high}")
         if not (0 <= self.gamma <= 1 and 0 <= self.lam <= 1):
             raise ValueError(f"gamma and lam must be in [0, 1], got {self.gamma}, {self.lam}")
-        if self.abs_adv_threshold < 0 or self.kl_coef < 0:
-            raise ValueError("abs_adv_threshold and kl_coef must be >= 0")
+        if self.abs_adv_threshold < 0 or self.kl_coef < 0 or self.entropy_coef < 0:
+            raise ValueError("abs_adv_threshold, kl_coef and entropy_coef must be >= 0")
+        if self.high_kl_threshold is not None and self.high_kl_threshold <= 0:
+            raise ValueError(f"high_kl_threshold must be > 0 or None (off), got {self.high_kl_threshold}")
         if self.loss == "gspo" and self.ratio_level != "trajectory":
             raise ValueError("loss=gspo uses a sequence-level ratio: set ratio_level='trajectory'")

@@ -94,8 +94,8 @@ class AlgorithmConfig:
     warmup_iterations: int = 0  # LR warm-up length in iterations
     max_grad_norm: float = 0.1  # global grad-norm clip
     recompute_old_logprobs: bool = True  # LOOP: recompute pi_old with the learner before the epochs
-    high_kl_threshold: float = (
-        20.0  # skip the step and stop the iteration's epochs above this KL (nats/trajectory)
+    high_kl_threshold: float | None = (
+        20.0  # skip the step and stop the iteration's epochs above this KL(π_old‖π_θ) (nats/trajectory); null = off
     )
 
 
@@ -147,7 +147,7 @@ class LearnerConfig:
 class EvalConfig:
     enabled: bool = True  # run the evaluator actor
     every_n_iterations: int = 5  # evaluate every N iterations (and after the last)
-    split: str = "dev"  # split to evaluate
+    split: str = "${env.eval_split}"  # split to evaluate (default: the environment's, env.eval_split)
     max_tasks: int | None = None  # cap on tasks per evaluation (None = whole split)
     runs_per_task: int = 1  # evaluations per task (the paper: 5)
     best_metric: str = "success_rate"  # metric that picks the `best` checkpoint

@@ -42,6 +42,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "algorithm.weight_decay": (0.0, True),
     "algorithm.max_grad_norm": (0.0, False),
     "algorithm.kl_coef": (0.0, True),
+    "algorithm.entropy_coef": (0.0, True),
     "algorithm.abs_adv_threshold": (0.0, True),
     "llm.max_model_len": (16, True),
     "llm.max_new_tokens": (1, True),
@@ -91,6 +92,11 @@ def validate(cfg: DictConfig) -> None:
         if value < low or (value == low and not inclusive):
             op = ">=" if inclusive else ">"
             raise ConfigError(f"{key}={value} is out of range; it must be {op} {low}")
+    if cfg.algorithm.high_kl_threshold is not None and cfg.algorithm.high_kl_threshold <= 0:
+        raise ConfigError(
+            f"algorithm.high_kl_threshold={cfg.algorithm.high_kl_threshold} is out of range; it must be > 0 "
+            "(or null to switch the guard off)"
+        )
     for key, high in UPPER_BOUNDS.items():
         value = _get(cfg, key)
         if value > high:

@@ -13,11 +13,13 @@ put back in packed order, so everything after the decoder is the same for both l
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
 from loop_agents.learner.config import LearnerConfig
-from loop_agents.learner.logprobs import chunked_token_logprobs
+from loop_agents.learner.logprobs import chunked_token_logprobs, chunked_token_logprobs_and_entropy
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -25,6 +27,14 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16":
 def padded_is_cheaper(lengths: list[int]) -> bool:
     """True when k right-padded rows (k * max L^2 attention scores) beat one packed row (N^2, N = sum L)."""
     return len(lengths) > 1 and len(lengths) * max(lengths) ** 2 < sum(lengths) ** 2
+
+
+class TokenOutputs(NamedTuple):
+    """Per trained token: log-prob of the target, and (on request) the critic's value and the policy entropy."""
+
+    logprobs: torch.Tensor  # [n] float32
+    values: torch.Tensor | None  # [n] float32
+    entropy: torch.Tensor | None  # [n] float32
 
 
 class ValueHead(nn.Module):
@@ -67,18 +77,22 @@ class PolicyModel(nn.Module):
         gather_index: torch.Tensor,
         targets: torch.Tensor,
         with_values: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        with_entropy: bool = False,
+    ) -> TokenOutputs:
         """input_ids, position_ids: [1, N] (positions restart at 0 per packed trajectory);
-        gather_index, targets: [n]. Returns ([n] log π(targets | prefix), [n] values or None)."""
+        gather_index, targets: [n]. Returns [n] log π(targets | prefix), values and entropies (or None)."""
         hidden = self._decoder_hidden(input_ids, position_ids)
         selected = hidden.index_select(0, gather_index)
-        logprobs = chunked_token_logprobs(
-            selected, self.causal_lm.lm_head.weight, targets, self.chunk_size, self.temperature
-        )
+        head = (selected, self.causal_lm.lm_head.weight, targets, self.chunk_size, self.temperature)
+        entropy = None
+        if with_entropy:
+            logprobs, entropy = chunked_token_logprobs_and_entropy(*head)
+        else:
+            logprobs = chunked_token_logprobs(*head)
         values = None
         if with_values and self.value_head is not None:
             values = self.value_head(selected.detach().float())  # value gradients stay out of LoRA
-        return logprobs, values
+        return TokenOutputs(logprobs, values, entropy)
 
     def _decoder_hidden(self, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
         """[N, H] last hidden states of the packed row, computed packed or padded (module docstring)."""

@@ -41,7 +41,9 @@ def stress_test(learner: Learner, seq_len: int | None = None) -> dict[str, float
     start = time.perf_counter()
     learner.policy.train()
     batch = pack([ids], [mask], device)
-    logprobs, _ = learner._run(batch, with_values=False)
+    logprobs = learner._run(
+        batch, with_values=False, with_entropy=learner.algorithm.entropy_coef > 0
+    ).logprobs
     advantages = torch.randn(logprobs.shape, generator=generator).to(device)
     loss, _ = ppo_clip_losses(logprobs - logprobs.detach(), advantages, 0.8, 1.2)
     loss.mean().backward()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
 
@@ -40,13 +41,13 @@ from loop_agents.learner.distributed import (
     make_context,
 )
 from loop_agents.learner.learner_checkpoint import LearnerCheckpointing
-from loop_agents.learner.model import load_policy
+from loop_agents.learner.model import TokenOutputs, load_policy
 from loop_agents.learner.scheduler import make_scheduler
 from loop_agents.learner.train_items import TrainItem, prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 
 # Accumulated per optimizer step, summed across ranks.
-_SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens")
+_SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens", "entropy")
 
 
 class Learner(LearnerCheckpointing):
@@ -90,9 +91,14 @@ class Learner(LearnerCheckpointing):
     def _dummy_batch(self) -> PackedBatch:
         return pack([[0, 0]], [[0, 1]], self.ctx.device)
 
-    def _run(self, batch: PackedBatch, with_values: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _run(self, batch: PackedBatch, with_values: bool, with_entropy: bool = False) -> TokenOutputs:
         return self.policy(
-            batch.input_ids, batch.position_ids, batch.gather_index, batch.targets, with_values=with_values
+            batch.input_ids,
+            batch.position_ids,
+            batch.gather_index,
+            batch.targets,
+            with_values=with_values,
+            with_entropy=with_entropy,
         )
 
     def _rank_plan(self, items: list[TrainItem], indices: list[int]) -> tuple[list[list[int]], int]:
@@ -122,7 +128,7 @@ class Learner(LearnerCheckpointing):
                 if k >= len(plan):
                     self._run(self._dummy_batch(), with_values)
                     continue
-                logprobs, values = self._run(self._pack(items, plan[k]), with_values)
+                logprobs, values, _ = self._run(self._pack(items, plan[k]), with_values)
                 parts = torch.split(logprobs.float().cpu(), [sizes[i] for i in plan[k]])
                 vparts = (
                     torch.split(values.float().cpu(), [sizes[i] for i in plan[k]])
@@ -174,18 +180,19 @@ class Learner(LearnerCheckpointing):
         )
         weight_of = dict(zip(minibatch, weights.tolist(), strict=True))
         with_values = alg.advantage_estimator == "gae"
+        with_entropy = alg.entropy_coef > 0
         scale = float(self.ctx.world_size) if self.fsdp else 1.0
         sums = torch.zeros(len(_SUMS), dtype=torch.float64)
         plan, steps = self._rank_plan(items, minibatch)
         for k in range(steps):
             if k >= len(plan):  # keep FSDP collectives in lockstep; contributes nothing
-                logprobs, values = self._run(self._dummy_batch(), with_values)
+                logprobs, values, _ = self._run(self._dummy_batch(), with_values, with_entropy)
                 zero = logprobs.sum() * 0.0 + (values.sum() * 0.0 if values is not None else 0.0)
                 zero.backward()
                 continue
             mb = plan[k]
             batch = self._pack(items, mb)
-            logprobs, values = self._run(batch, with_values)
+            logprobs, values, entropy = self._run(batch, with_values, with_entropy)
 
             def cat(tensors: list[torch.Tensor], mb: list[int] = mb) -> torch.Tensor:
                 return torch.cat([tensors[i] for i in mb]).to(dev)
@@ -195,6 +202,9 @@ class Learner(LearnerCheckpointing):
             w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
             token_loss, clipped = self._token_losses(batch, len(mb), logprobs, old_lp, adv)
             objective = (w * token_loss).sum()
+            if entropy is not None:  # bonus: maximise the aggregated entropy (verl: pg_loss - c * H)
+                objective = objective - alg.entropy_coef * (w * entropy).sum()
+                sums[7] += float(entropy.detach().sum())
             if alg.kl_coef > 0 and ref is not None:
                 kl_ref = k3_kl(cat(ref) - logprobs)
                 objective = objective + alg.kl_coef * (w * kl_ref).sum()
@@ -213,12 +223,17 @@ class Learner(LearnerCheckpointing):
             if old:
                 sums[3] += float(k3_kl(logprobs.detach() - old_lp).sum())
             sums[6] += float(batch.num_tokens)
+        self.ctx.all_reduce_sum(sums)
         grad_norm = clip_grad_norm_once(self.params, self.cfg.max_grad_norm, self.ctx)
         skipped = not math.isfinite(grad_norm)
-        if not skipped:
+        # KL(π_old ‖ π_θ) per trajectory of this minibatch before its step (Σ of per-token k3 / trajectories)
+        kl_per_trajectory = float(sums[3]) / len(minibatch)
+        high_kl = (
+            bool(old) and alg.high_kl_threshold is not None and kl_per_trajectory > alg.high_kl_threshold
+        )
+        if not skipped and not high_kl:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.ctx.all_reduce_sum(sums)
         self.global_step += 1
         tokens = max(float(sums[2]), 1.0)
         step = {
@@ -231,7 +246,11 @@ class Learner(LearnerCheckpointing):
             "trained_tokens": float(sums[2]),
             "packed_tokens": float(sums[6]),
             "skipped_nonfinite": float(skipped),
+            "kl_old_per_trajectory": kl_per_trajectory,
+            "high_kl": float(high_kl),
         }
+        if with_entropy:  # only computed for the bonus (a softmax-wide pass per chunk)
+            step["entropy"] = float(sums[7]) / tokens
         self.step_history.append(step)
         return step
 
@@ -316,9 +335,16 @@ class Learner(LearnerCheckpointing):
                 )
                 if on_step is not None:
                     on_step(len(steps), total_steps)
+                if steps[-1]["high_kl"]:
+                    break  # the policy ran too far from π_old: no more steps this iteration (ml-loop)
+            if steps and steps[-1]["high_kl"]:
+                break
         train_seconds = time.perf_counter() - train_start
         lr = self.optimizer.param_groups[0]["lr"]
-        self.scheduler.step()
+        with warnings.catch_warnings():
+            # an iteration whose only step was skipped (high KL, non-finite) still advances the schedule
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
+            self.scheduler.step()
         self.iteration += 1
         return {
             "iteration": float(self.iteration),
@@ -340,8 +366,11 @@ def _mean_step_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
         return {}
     tokens = max(sum(s["trained_tokens"] for s in steps), 1.0)
     metrics = {key: sum(s[key] for s in steps) / len(steps) for key in ("loss", "grad_norm", "value_loss")}
-    for key in ("clip_fraction", "kl_old_k3", "kl_ref_k3"):
-        metrics[key] = sum(s[key] * s["trained_tokens"] for s in steps) / tokens
+    for key in ("clip_fraction", "kl_old_k3", "kl_ref_k3", "entropy"):
+        if key in steps[0]:
+            metrics[key] = sum(s[key] * s["trained_tokens"] for s in steps) / tokens
     metrics["grad_norm_max"] = max(s["grad_norm"] for s in steps)
     metrics["num_skipped_nonfinite"] = sum(s["skipped_nonfinite"] for s in steps)
+    metrics["num_high_kl"] = sum(s["high_kl"] for s in steps)
+    metrics["kl_old_per_trajectory_max"] = max(s["kl_old_per_trajectory"] for s in steps)
     return metrics

@@ -52,6 +52,8 @@ def algorithm_config(cfg: DictConfig) -> AlgorithmConfig:
         aggregation=a.aggregation,
         loss_divisor=a.minibatch_size,
         kl_coef=a.kl_coef,
+        entropy_coef=a.entropy_coef,
+        high_kl_threshold=a.high_kl_threshold,
         value_loss_coef=a.value_coef,
     )
 

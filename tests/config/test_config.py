@@ -54,6 +54,11 @@ def test_loop_preset_matches_the_paper() -> None:
         (["algorithm.clip_high=0.9"], "algorithm.clip_high=0.9 is out of range; it must be >= 1.0"),
         (["algorithm.clip_low=-0.1"], "algorithm.clip_low=-0.1 is out of range; it must be > 0.0"),
         (["algorithm.rollouts_per_task=1"], "algorithm.rollouts_per_task=1 is out of range; it must be >= 2"),
+        (["algorithm.entropy_coef=-0.1"], "algorithm.entropy_coef=-0.1 is out of range; it must be >= 0.0"),
+        (
+            ["algorithm.high_kl_threshold=0"],
+            "algorithm.high_kl_threshold=0.0 is out of range; it must be > 0",
+        ),
         (
             ["algorithm.advantage=median"],
             "algorithm.advantage='median' is not allowed; choose one of: loo, grpo",
