@@ -84,6 +84,7 @@ class AlgorithmConfig:
     lam: float = 1.0  # GAE lambda
     value_coef: float = 0.5  # value loss weight (ppo_gae)
     abs_adv_threshold: float = 0.01  # drop rollouts with |A| below this (LOOP: 0.01)
+    pos_adv_only: bool = False  # keep only rollouts with A >= abs_adv_threshold (ml-loop's pos_adv_only)
     rollouts_per_task: int = 6  # K, rollouts per task (group size)
     tasks_per_iteration: int = 40  # tasks sampled per iteration
     epochs: int = 2  # passes over the iteration's rollouts

@@ -44,6 +44,7 @@ def algorithm_config(cfg: DictConfig) -> AlgorithmConfig:
         gamma=a.gamma,
         lam=a.lam,
         abs_adv_threshold=a.abs_adv_threshold,
+        pos_adv_only=a.pos_adv_only,
         loss=loss,
         ratio_level=a.ratio_level,
         clip_enabled=clip_enabled,
@@ -135,7 +136,11 @@ def advantages_and_filter(
     alg.singleton_groups = "zero"  # a straggler cut may leave a task with one rollout: no baseline, skip it
     result = compute_advantages(rollouts, alg)
     kept, filter_stats = filter_by_advantage(
-        rollouts, alg.abs_adv_threshold, multiple_of=world_size, seed=cfg.run.seed + len(rollouts)
+        rollouts,
+        alg.abs_adv_threshold,
+        multiple_of=world_size,
+        pos_adv_only=alg.pos_adv_only,
+        seed=cfg.run.seed + len(rollouts),
     )
     kept_ids = {id(t) for t in kept}
     for traj in rollouts:

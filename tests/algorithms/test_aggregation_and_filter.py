@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from loop_agents.algorithms import aggregate, filter_by_advantage, preset, trajectory_weights
-from tests.algorithms.helpers import make_trajectory
+from tests.algorithms.helpers import group, make_trajectory
 
 # trajectory 0: 2 tokens, losses 1 and 3 (sum 4); trajectory 1: 4 tokens of loss 1 (sum 4); C = 4, L = 10
 LOSSES = [torch.tensor([1.0, 3.0]), torch.tensor([1.0, 1.0, 1.0, 1.0])]
@@ -93,3 +93,16 @@ def test_presets_validate():
         preset(name).validate()
     with pytest.raises(ValueError, match="unknown algorithm preset"):
         preset("nope")
+
+
+def test_the_loops_filter_reads_pos_adv_only_from_the_config():
+    """The driver's step (advantages, then LOOP's filter) honours `algorithm.pos_adv_only`."""
+    from loop_agents.config.load import compose
+    from loop_agents.orchestration.components import advantages_and_filter
+
+    rewards = [1.0, 0.0, 0.0]  # leave-one-out advantages +1, -0.5, -0.5
+    both, _ = advantages_and_filter(group("task0", rewards, [0, 1, 1]), compose(["experiment=demo"]), 1)
+    config = compose(["experiment=demo", "algorithm.pos_adv_only=true"])
+    positive, _ = advantages_and_filter(group("task0", rewards, [0, 1, 1]), config, 1)
+    assert sorted(t.advantage for t in both) == [-0.5, -0.5, 1.0]
+    assert [t.advantage for t in positive] == [1.0]
