@@ -14,6 +14,15 @@ MAX_MODEL_LEN = 1024
 MAX_LORA_RANK = 8
 
 
+def assert_served(out, max_tokens: int) -> None:
+    """A complete unseeded sample: `max_tokens` ids, or fewer ending in a sampled EOS (the tiny model can emit it)."""
+    if out.finish_reason == "length":
+        assert len(out.token_ids) == max_tokens
+    else:
+        assert out.finish_reason == "stop" and 1 <= len(out.token_ids) <= max_tokens
+    assert len(out.logprobs) == len(out.token_ids)
+
+
 def tiny_inference_config(model_dir: str, run_dir: str, **overrides) -> InferenceConfig:
     """Settings for the tiny model on this 2-core CPU machine: fp32 (logprobs match the learner), 1 GiB KV cache.
 

@@ -13,7 +13,7 @@ from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.errors import InvalidInferenceRequest
 from loop_agents.inference.launch import find_free_port
 from loop_agents.inference.protocol import SamplingParams
-from tests.inference.conftest import MAX_MODEL_LEN, SERVED_NAME
+from tests.inference.conftest import MAX_MODEL_LEN, SERVED_NAME, assert_served
 
 PROMPTS = [[5, 6, 7, 8], [100, 200, 300], [42] * 20, [7, 300, 1200, 9, 9]]
 
@@ -123,7 +123,7 @@ def test_bad_requests_fail_clearly_and_leave_the_server_healthy(vllm_server):
         await guarded.aclose()
         return ok
 
-    assert len(run(main()).token_ids) == 4
+    assert_served(run(main()), 4)
     assert vllm_server.check_health()
 
 
@@ -145,7 +145,7 @@ def test_cancellation_releases_the_request(vllm_server):
         await client.aclose()
         return after
 
-    assert len(run(main()).token_ids) == 4
+    assert_served(run(main()), 4)
 
 
 def test_dead_server_in_the_list_is_skipped_after_one_failure(vllm_server):
@@ -162,7 +162,8 @@ def test_dead_server_in_the_list_is_skipped_after_one_failure(vllm_server):
         return outs, elapsed, client
 
     outs, elapsed, client = run(main())
-    assert all(len(o.token_ids) == 8 for o in outs)
+    for out in outs:
+        assert_served(out, 8)
     assert client._cooldown_until[dead] > time.monotonic()  # marked down
     assert elapsed < 10
 
