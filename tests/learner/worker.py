@@ -1,7 +1,7 @@
 """torchrun worker for the learner tests: `python -m tests.learner.worker <mode> <model_dir> <out> [ckpt]`.
 
 Modes: `oracle` (one LOOP iteration, save trainable state + step metrics), `train` (N iterations
-with optional resume/save, for the resume-exactness test).
+with optional resume/save, for the resume-exactness test). `LOOP_TEST_DTYPE` sets the base dtype.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def main() -> None:
     mode, model_dir, out = sys.argv[1], sys.argv[2], sys.argv[3]
     if "WORLD_SIZE" in os.environ:
         dist.init_process_group("gloo")
-    learner = Learner(learner_config(model_dir), loop_algorithm())
+    dtype = os.environ.get("LOOP_TEST_DTYPE", "float32")
+    learner = Learner(learner_config(model_dir, dtype=dtype), loop_algorithm())
     if mode == "oracle":
         run_iterations(learner, 0, 1)
         result = {"state": learner.trainable_state(), "steps": learner.step_history}
