@@ -45,9 +45,14 @@ def _first_step(model_dir: str, entropy_coef: float, batch) -> tuple[dict[str, t
 
 
 def test_entropy_bonus_gradient_matches_a_hand_computation(tiny_model_dir) -> None:
+    """With every advantage 0 the clipped surrogate's gradient is exactly 0, so the step's gradient is the
+    bonus's alone (subtracting a with-bonus from a without-bonus run instead cancels ~1e-3 gradients down
+    to ~1e-6, and float32 summation order then decides the comparison)."""
     batch = make_batch(seed=0)
-    compute_advantages(batch, loop_algorithm())
+    for traj in batch:
+        traj.advantage = 0.0
     plain, _, _ = _first_step(tiny_model_dir, 0.0, batch)
+    assert all(float(g.abs().max()) == 0.0 for g in plain.values())
     with_bonus, metrics, learner = _first_step(tiny_model_dir, ENTROPY_COEF, batch)
 
     # by hand: one plain HF forward per trajectory over the full vocabulary, H at every trained position,
@@ -67,10 +72,9 @@ def test_entropy_bonus_gradient_matches_a_hand_computation(tiny_model_dir) -> No
     expected = {n: p.grad for n, p in policy.named_trainable().items()}
 
     assert set(expected) == set(with_bonus)
-    moved = max(float((with_bonus[n] - plain[n]).abs().max()) for n in expected)
-    assert moved > 1e-6  # the bonus changes the gradient at all
+    assert max(float(with_bonus[n].abs().max()) for n in expected) > 1e-6  # the bonus has a gradient at all
     for name, grad in expected.items():
-        assert torch.allclose(with_bonus[name] - plain[name], grad, rtol=1e-4, atol=1e-8), name
+        assert torch.allclose(with_bonus[name], grad, rtol=1e-4, atol=1e-9), name
     assert learner.step_history[0]["entropy"] == pytest.approx(float(torch.cat(entropies).mean()), rel=1e-5)
     assert metrics["entropy"] > 0
 
