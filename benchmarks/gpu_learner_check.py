@@ -15,8 +15,8 @@ Sections, each recorded in OUT.json (an exception is recorded and the next secti
   iteration continued vs. resumed from the checkpoint (same numbers?); the memory stress test.
 - compare: bfloat16 vs float32 and checkpointing on vs off on iteration 1.
 - long: the stress test (one forward/backward, 90% trained tokens) at 16k and 32k tokens.
-- variants: bfloat16 run-to-run noise, without FSDP, and with the LoRA Linears in their layer's FSDP
-  group instead of their own (apply_fsdp2's choice), for speed and agreement.
+- variants: bfloat16 run-to-run noise, without FSDP, and with each LoRA Linear as its own FSDP group
+  (ml-loop's layout) instead of in its layer's group (apply_fsdp2's), for speed and agreement.
 - sdpa_probe: SDPA memory with enable_gqa per dtype (why float32 long sequences are quadratic).
 Results of a run: benchmarks/results/gpu_learner_check.{json,md}.
 Not part of CI (CI has no GPU).
@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from loop_agents.algorithms import compute_advantages, preset
 from loop_agents.learner import Learner, LearnerConfig
+from loop_agents.learner.distributed import apply_fsdp2
 from loop_agents.learner.train_items import prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
@@ -296,27 +297,34 @@ def long_stress(model_dir: str, dtype: str, checkpointing: bool, lengths: list[i
     return out
 
 
-def apply_fsdp2_one_group_per_layer(policy, ctx, dtype: str) -> None:
-    """Variant of learner.distributed.apply_fsdp2 that keeps the LoRA Linears in their layer's group."""
+def apply_fsdp2_lora_own_groups(policy, ctx, dtype: str) -> None:
+    """ml-loop's layout (the learner's until 2026-11-24): each LoRA Linear its own FSDP group under a
+    low-precision base, then each layer and the root as learner.distributed.apply_fsdp2 does."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    kwargs: dict = {"mesh": init_device_mesh(ctx.device.type, (ctx.world_size,))}
     if dtype != "float32":
+        kwargs: dict = {"mesh": init_device_mesh(ctx.device.type, (ctx.world_size,))}
         kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=DTYPES[dtype], reduce_dtype=torch.float32)
-    for layer in policy.decoder_layers():
-        fully_shard(layer, **kwargs)
-    fully_shard(policy, **kwargs)
+        for layer in policy.decoder_layers():
+            for name, module in layer.named_modules():
+                if isinstance(module, torch.nn.Linear) and (
+                    ".lora_A." in f".{name}." or ".lora_B." in f".{name}."
+                ):
+                    fully_shard(module, **kwargs)
+    apply_fsdp2(policy, ctx, dtype)
 
 
 def variants(model_dir: str, small: bool) -> dict[str, Any]:
-    """bfloat16 2-iteration runs: run-to-run noise floor, without FSDP, LoRA in the layer's FSDP group."""
+    """bfloat16 2-iteration runs: run-to-run noise floor, without FSDP, each LoRA Linear its own FSDP group."""
     from loop_agents.learner import trainer
 
-    def one(use_fsdp: bool = True, one_group: bool = False) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    def one(
+        use_fsdp: bool = True, lora_groups: bool = False
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         original = trainer.apply_fsdp2
-        if one_group:
-            trainer.apply_fsdp2 = apply_fsdp2_one_group_per_layer
+        if lora_groups:
+            trainer.apply_fsdp2 = apply_fsdp2_lora_own_groups
         try:
             reset_peak()
             learner = Learner(learner_config(model_dir, "bfloat16", False, use_fsdp=use_fsdp), preset("loop"))
@@ -347,7 +355,7 @@ def variants(model_dir: str, small: bool) -> dict[str, Any]:
     out["bf16_fsdp_run_to_run"] = versus(second, first)
     for name, kwargs in (
         ("bf16_no_fsdp", {"use_fsdp": False}),
-        ("bf16_fsdp_lora_in_layer_group", {"one_group": True}),
+        ("bf16_fsdp_lora_own_groups", {"lora_groups": True}),
     ):
         try:
             other = one(**kwargs)
