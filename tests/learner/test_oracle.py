@@ -82,7 +82,7 @@ def test_learner_matches_reference_two_processes_fsdp2_gloo(tiny_model_dir, refe
     _compare(result["state"], result["steps"], reference_result)
 
 
-def test_bf16_fsdp2_on_one_and_two_ranks_agree_and_track_the_fp32_reference(
+def test_bf16_fsdp2_on_one_and_two_ranks_tracks_the_fp32_reference(
     tiny_model_dir, reference_result, tmp_path
 ):
     """bf16 base + fp32 LoRA inside each layer's FSDP2 group (one all-gather per layer).
