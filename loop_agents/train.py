@@ -52,12 +52,16 @@ def main(argv: list[str] | None = None) -> None:
         return
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
+    from loop_agents.orchestration.full_sft import CachedModelMismatch
 
     try:
         run(cfg)
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+    except CachedModelMismatch as err:  # the run dir holds a model of another preset: bad input
+        print(f"run directory error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

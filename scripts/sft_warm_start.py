@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -22,68 +23,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from loop_agents.config.load import compose_or_exit
-from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
-from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
 from loop_agents.orchestration.driver import policy_model_path
+from loop_agents.orchestration.full_sft import CachedModelMismatch
+from loop_agents.orchestration.warm_start_quality import optimal_episode_probabilities, sampled_dev
 from loop_agents.rollout.chat import ChatFormat
-
-
-@torch.no_grad()
-def play(model, chat: ChatFormat, task_id: str, max_new_tokens: int, spare_moves: int, temperature: float):
-    """One episode with HF sampling, token ids built turn by turn as in the rollouts."""
-    game = GemHuntGame(generate_task(parse_task_id(task_id)), spare_moves=spare_moves)
-    ids = chat.initial_ids(
-        [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": game.first_observation()}]
-    )
-    stop = chat.stop_token_ids(["<|im_end|>", "<|endoftext|>"])
-    for _ in range(game.max_moves):
-        ids = ids + chat.generation_prompt_ids
-        out = model.generate(
-            torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            do_sample=True,
-            temperature=temperature,
-            top_k=0,
-            top_p=1.0,
-            max_new_tokens=max_new_tokens,
-            eos_token_id=stop,
-            pad_token_id=stop[-1],
-        )
-        sampled = out[0, len(ids) :].tolist()
-        ids = ids + sampled + chat.close_turn_ids(sampled)
-        observation, _, done = game.step(chat.decode(sampled).strip())
-        if done:
-            break
-        ids = ids + chat.observation_ids(observation)
-    return game
-
-
-def evaluate(model, chat: ChatFormat, n_tasks: int, spare_moves: int, temperature: float, seed: int) -> dict:
-    """Success rate and mean partial-credit reward on the first `n_tasks` dev tasks (sampled)."""
-    torch.manual_seed(seed)
-    games = [play(model, chat, t, 12, spare_moves, temperature) for t in task_ids("dev")[:n_tasks]]
-    return {
-        "success": sum(g.solved for g in games) / len(games),
-        "reward": sum(g.reward for g in games) / len(games),
-        "tasks": len(games),
-    }
-
-
-@torch.no_grad()
-def p_optimal(model, chat: ChatFormat, n_tasks: int) -> float:
-    """Mean over n clean dev demonstrations of P(the model samples the solver's exact actions), teacher-forced:
-    exp(sum of the action tokens' log-probs). Around 0.05 RL takes off on the demo; around 0.001 it does not."""
-    from loop_agents.envs.bundled.demonstrations import generate_demonstrations
-    from loop_agents.orchestration.warm_start import demonstration_trajectory
-
-    total = 0.0
-    for task_id, messages in generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"):
-        traj = demonstration_trajectory(chat, messages, task_id)
-        ids = torch.tensor([traj.token_ids])
-        logprobs = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)
-        chosen = logprobs.gather(1, ids[0, 1:, None])[:, 0]
-        total += float(chosen[torch.tensor(traj.loss_mask[1:], dtype=torch.bool)].sum().exp())
-    return total / n_tasks
 
 
 def main() -> None:
@@ -99,16 +42,20 @@ def main() -> None:
         parser.error("needs learner.sft_target=full and learner.sft_epochs > 0 (experiment=demo sets both)")
     run_dir = Path(cfg.run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    warm = Path(policy_model_path(cfg, run_dir))
+    try:
+        warm = Path(policy_model_path(cfg, run_dir))
+    except CachedModelMismatch as err:
+        print(f"run directory error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     report = json.loads((warm / "warm_start.json").read_text())
     tokenizer = AutoTokenizer.from_pretrained(warm)
     model = AutoModelForCausalLM.from_pretrained(warm, dtype=torch.float32).eval()
     if args.p_optimal:
-        report["p_optimal_dev_episode"] = p_optimal(model, ChatFormat(tokenizer), args.p_optimal)
+        report.update(optimal_episode_probabilities(model, ChatFormat(tokenizer), args.p_optimal))
     if args.eval_tasks:
         t0 = time.perf_counter()
         spare = cfg.env.options.get("spare_moves", 1)
-        report["dev"] = evaluate(
+        report["dev"] = sampled_dev(
             model, ChatFormat(tokenizer), args.eval_tasks, spare, args.temperature, cfg.run.seed
         )
         report["eval_s"] = time.perf_counter() - t0

@@ -58,7 +58,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "env.concurrency": (1, True),
     "env.turn_schedule.max_turns": (1, True),
     "env.turn_schedule.stage_iterations": (1, True),
-    "run.iterations": (0, True),
+    "run.iterations": (1, True),
     "run.keep_checkpoints": (1, True),
     "eval.every_n_iterations": (1, True),
     "eval.runs_per_task": (1, True),

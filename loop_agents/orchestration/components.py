@@ -28,10 +28,34 @@ def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
     from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
     out = run_dir / "tiny_model"
+    size = dict(cfg.llm.tiny)
     if not (out / "config.json").exists():
-        size = dict(cfg.llm.tiny)
         build_tiny_model(out, TinyModelSpec(**size, chat_template=cfg.llm.chat_template, seed=cfg.run.seed))
+    else:
+        check_tiny_model_size(out, size)
     return str(out)
+
+
+def check_tiny_model_size(model_dir: Path, size: dict) -> None:
+    """A tiny model cached in the run directory must have the sizes `llm.tiny` asks for (else one clear error)."""
+    import json
+
+    from loop_agents.orchestration.full_sft import CachedModelMismatch
+
+    config = json.loads((model_dir / "config.json").read_text())
+    found = {
+        "hidden_size": config.get("hidden_size"),
+        "num_layers": config.get("num_hidden_layers"),
+        "num_heads": config.get("num_attention_heads"),
+        "num_kv_heads": config.get("num_key_value_heads"),
+        "intermediate_size": config.get("intermediate_size"),
+    }
+    for key, value in found.items():
+        if key in size and size[key] != value:
+            raise CachedModelMismatch(
+                f"{model_dir} has {key}={value} but llm.tiny.{key}={size[key]} (built by another preset?); "
+                f"delete {model_dir.parent} or choose another run.dir"
+            )
 
 
 def algorithm_config(cfg: DictConfig) -> AlgorithmConfig:

@@ -58,18 +58,26 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     base = C.resolve_model(cfg, run_dir)
     if cfg.learner.sft_epochs == 0 or cfg.learner.sft_target != "full":
         return base
-    import os
-
     import torch
 
     from loop_agents.orchestration.full_sft import build_warm_model
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: no server, no learner
+    # The learner's thread count, not the machine's cores: the summation order (and so the warm model)
+    # then depends on the config only, not on the machine's core count.
+    torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     try:
         demos = _demonstrations(cfg, base)
+        options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
+        provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads}
         warm = build_warm_model(
-            base, run_dir / "warm_model", demos, cfg.learner.sft_epochs, cfg.learner.sft_lr, cfg.run.seed
+            base,
+            run_dir / "warm_model",
+            demos,
+            cfg.learner.sft_epochs,
+            cfg.learner.sft_lr,
+            cfg.run.seed,
+            provenance=provenance,
         )
     finally:
         torch.set_num_threads(threads)

@@ -69,6 +69,33 @@ def sft_full_weights(
     return losses
 
 
+class CachedModelMismatch(ValueError):
+    """A model cached in the run directory (tiny base or warm start) was built by another preset or settings."""
+
+
+# config.json keys that decide whether two models have the same shape
+_SHAPE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+
+
+def _check_reusable(out_dir: Path, base_dir: Path, provenance: dict) -> None:
+    """Refuse a cached warm model whose shape or recorded settings differ from this run's (nothing is changed)."""
+    warm_config = json.loads((out_dir / "config.json").read_text())
+    base_config = json.loads((base_dir / "config.json").read_text())
+    for key in _SHAPE_KEYS:
+        if warm_config.get(key) != base_config.get(key):
+            raise CachedModelMismatch(
+                f"warm model {out_dir} has {key}={warm_config.get(key)} but this run's base model has "
+                f"{base_config.get(key)} (built by another preset?); delete {out_dir} or choose another run.dir"
+            )
+    recorded = json.loads((out_dir / "warm_start.json").read_text()).get("provenance", {})
+    for key, value in provenance.items():
+        if key in recorded and recorded[key] != value:
+            raise CachedModelMismatch(
+                f"warm model {out_dir} was built with {key}={recorded[key]!r} but this run asks for {value!r}; "
+                f"delete {out_dir} to rebuild it, or choose another run.dir"
+            )
+
+
 def build_warm_model(
     base_dir: str | Path,
     out_dir: str | Path,
@@ -77,12 +104,21 @@ def build_warm_model(
     lr: float,
     seed: int,
     batch_size: int = 32,
+    provenance: dict | None = None,
 ) -> Path:
-    """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused."""
+    """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
+
+    `provenance` (the settings that decide the result: demonstrations, epochs, lr, seed, threads) is
+    recorded in `warm_start.json`; a cached warm model built with other settings or another model shape
+    raises CachedModelMismatch instead of being trained on silently.
+    Deterministic for a given seed and torch thread count (the kernels' summation order depends on it).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
+    provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, **(provenance or {})}
     if (out_dir / "warm_start.json").exists():
+        _check_reusable(out_dir, Path(base_dir), provenance)
         return out_dir
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
@@ -106,6 +142,8 @@ def build_warm_model(
         "epochs": epochs,
         "epoch_losses": losses,
         "seconds": time.perf_counter() - t0,
+        "torch_threads": torch.get_num_threads(),
+        "provenance": provenance,
     }
     (temp / "warm_start.json").write_text(json.dumps(report, indent=2))
     temp.rename(out_dir)

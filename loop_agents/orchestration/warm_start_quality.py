@@ -1,0 +1,101 @@
+"""How good a gem hunt warm start is, measured without vLLM: the predictor of whether RL takes off.
+
+P(optimal dev episode): for n clean dev demonstrations (the scripted solver, no noise), the teacher-forced
+probability that the model samples the solver's exact actions, exp(sum over action tokens of log pi),
+averaged over the episodes. It factors into the chain part (every `open` action) and the answer part
+(the final `answer <code>` action, whose two digits must be copied from the last observation):
+    P(episode) = P(opens) * P(answer | opens)
+and we also report the mean per-digit probabilities of the code, the skill that turns partial credit
+into success. `sampled_dev` plays dev tasks with Hugging Face sampling: the success RL starts from.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
+from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
+from loop_agents.rollout.chat import ChatFormat
+
+
+def _action_spans(mask: list[int]) -> list[list[int]]:
+    """Contiguous runs of 1s in a loss mask: one per assistant action (its tokens and <|im_end|>)."""
+    spans, current = [], []
+    for position, on in enumerate(mask):
+        if on:
+            current.append(position)
+        elif current:
+            spans.append(current)
+            current = []
+    if current:
+        spans.append(current)
+    return spans
+
+
+@torch.no_grad()
+def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:
+    """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code digit k)."""
+    from loop_agents.envs.bundled.demonstrations import generate_demonstrations
+    from loop_agents.orchestration.warm_start import demonstration_trajectory
+
+    sums = {"p_optimal_dev_episode": 0.0, "p_opens": 0.0, "p_answer": 0.0, "p_code_digit_1": 0.0}
+    sums["p_code_digit_2"] = 0.0
+    for task_id, messages in generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"):
+        traj = demonstration_trajectory(chat, messages, task_id)
+        ids = torch.tensor([traj.token_ids])
+        logprobs = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)
+        chosen = logprobs.gather(1, ids[0, 1:, None])[:, 0]  # chosen[p] = log pi(token p+1)
+        spans = _action_spans(traj.loss_mask[1:])
+        answer = chosen[spans[-1]].sum()
+        opens = sum((chosen[span].sum() for span in spans[:-1]), torch.tensor(0.0))
+        digits = [p for p in spans[-1] if chat.decode([traj.token_ids[p + 1]]).strip().isdigit()]
+        sums["p_optimal_dev_episode"] += float((opens + answer).exp())
+        sums["p_opens"] += float(opens.exp())
+        sums["p_answer"] += float(answer.exp())
+        sums["p_code_digit_1"] += float(chosen[digits[0]].exp())
+        sums["p_code_digit_2"] += float(chosen[digits[-1]].exp())
+    return {key: value / n_tasks for key, value in sums.items()}
+
+
+@torch.no_grad()
+def play(model, chat: ChatFormat, task_id: str, max_new_tokens: int, spare_moves: int, temperature: float):
+    """One episode with HF sampling, token ids built turn by turn as in the rollouts."""
+    game = GemHuntGame(generate_task(parse_task_id(task_id)), spare_moves=spare_moves)
+    ids = chat.initial_ids(
+        [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": game.first_observation()}]
+    )
+    stop = chat.stop_token_ids(["<|im_end|>", "<|endoftext|>"])
+    for _ in range(game.max_moves):
+        ids = ids + chat.generation_prompt_ids
+        out = model.generate(
+            torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            do_sample=True,
+            temperature=temperature,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=stop,
+            pad_token_id=stop[-1],
+        )
+        sampled = out[0, len(ids) :].tolist()
+        ids = ids + sampled + chat.close_turn_ids(sampled)
+        observation, _, done = game.step(chat.decode(sampled).strip())
+        if done:
+            break
+        ids = ids + chat.observation_ids(observation)
+    return game
+
+
+def sampled_dev(
+    model, chat: ChatFormat, n_tasks: int, spare_moves: int, temperature: float, seed: int
+) -> dict:
+    """Success rate, mean partial-credit reward and P(reached the gem) on the first `n_tasks` dev tasks."""
+    torch.manual_seed(seed)
+    games = [play(model, chat, t, 12, spare_moves, temperature) for t in task_ids("dev")[:n_tasks]]
+    return {
+        "success": sum(g.solved for g in games) / len(games),
+        "reward": sum(g.reward for g in games) / len(games),
+        "reached_gem": sum(g.found == len(g.task.chain) for g in games) / len(games),
+        "tasks": len(games),
+    }

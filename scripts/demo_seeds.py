@@ -1,0 +1,244 @@
+"""Is the CPU demo's learning robust? Run it for several seeds and thread counts and tabulate the result.
+
+    python scripts/demo_seeds.py run --seeds 0 1 2 3 4 --threads 1 2        # one run after the other
+    python scripts/demo_seeds.py run --seeds 0 --threads 2 -- run.iterations=9   # extra Hydra overrides
+    python scripts/demo_seeds.py report [--readme]    # print the table; --readme rewrites the README's block
+
+Each (seed, threads) run is `python -m loop_agents.train experiment=demo run.seed=S
+gpu_allocation.cpu_learner_threads=T run.dir=<runs-dir>/s<S>_t<T>` (T torch threads for the warm start and the
+learner), timed from start to exit. Afterwards the warm model's quality is measured without vLLM
+(`warm_start_quality`: P(optimal dev episode) and its factors), and the run's held-out dev success at every
+evaluation is read from `metrics.jsonl`. Every run is kept in the JSON (`--out`), failures included; a finished
+(seed, threads) pair is not rerun unless `--rerun`. The README's demo table is generated from that file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "demo_seeds.json"
+README_BEGIN, README_END = "<!-- demo_seeds:begin -->", "<!-- demo_seeds:end -->"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def eval_curve(run_dir: Path) -> dict[int, dict[str, float]]:
+    """Held-out dev success and reward per evaluated iteration (the last row of an iteration wins)."""
+    curve: dict[int, dict[str, float]] = {}
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return curve
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "eval/success_rate" in row and "eval/iteration" in row:
+            curve[int(row["eval/iteration"])] = {
+                "success": float(row["eval/success_rate"]),
+                "reward": float(row.get("eval/reward_mean", float("nan"))),
+            }
+    return dict(sorted(curve.items()))
+
+
+def warm_quality(run_dir: Path, threads: int) -> dict:
+    """warm_start.json of the run plus P(optimal dev episode) and its factors (100 clean dev episodes)."""
+    warm = run_dir / "warm_model"
+    if not (warm / "warm_start.json").exists():
+        return {}
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from loop_agents.orchestration.warm_start_quality import optimal_episode_probabilities
+    from loop_agents.rollout.chat import ChatFormat
+
+    torch.set_num_threads(threads)
+    report = json.loads((warm / "warm_start.json").read_text())
+    model = AutoModelForCausalLM.from_pretrained(warm, dtype=torch.float32).eval()
+    chat = ChatFormat(AutoTokenizer.from_pretrained(warm))
+    return {
+        "sft_loss": report["epoch_losses"][-1],
+        "sft_seconds": report.get("seconds"),
+        **optimal_episode_probabilities(model, chat, 100),
+    }
+
+
+def run_one(seed: int, threads: int, runs_dir: Path, overrides: list[str]) -> dict:
+    run_dir, repeat = runs_dir / f"s{seed}_t{threads}", 1
+    while run_dir.exists():  # a new directory per run: an old one would be resumed, not rerun
+        repeat += 1
+        run_dir = runs_dir / f"s{seed}_t{threads}_r{repeat}"
+    run_dir.mkdir(parents=True)
+    command = [
+        sys.executable,
+        "-m",
+        "loop_agents.train",
+        "experiment=demo",
+        f"run.seed={seed}",
+        f"gpu_allocation.cpu_learner_threads={threads}",
+        f"run.dir={run_dir}",
+        *overrides,
+    ]
+    env = {
+        **os.environ,
+        "WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    load_before = os.getloadavg()[0]
+    print(f"[demo_seeds] seed {seed}, {threads} thread(s): {' '.join(command[2:])}", flush=True)
+    t0 = time.perf_counter()
+    with open(run_dir / "demo_seeds.log", "w") as log:
+        code = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    wall = time.perf_counter() - t0
+    curve = eval_curve(run_dir)
+    result = {
+        "seed": seed,
+        "threads": threads,
+        "overrides": overrides,
+        "exit_code": code,
+        "wall_s": round(wall, 1),
+        "load_before": round(load_before, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+        "run_dir": str(run_dir),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": git_commit(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "warm": warm_quality(run_dir, threads),
+        "dev_curve": {str(k): v for k, v in curve.items()},
+    }
+    if curve:
+        successes = [v["success"] for v in curve.values()]
+        result["dev_start"], result["dev_end"] = successes[0], successes[-1]
+        result["dev_best"] = max(successes)
+        result["gain_points"] = round(100 * (successes[-1] - successes[0]), 1)
+    print(f"[demo_seeds] {row_text(result)}", flush=True)
+    return result
+
+
+def row_text(r: dict) -> str:
+    gain = f"{r['gain_points']:+.0f} points" if "gain_points" in r else "no evaluation"
+    return (
+        f"seed {r['seed']} threads {r['threads']}: exit {r['exit_code']}, {r['wall_s']:.0f} s, "
+        f"dev {r.get('dev_start', float('nan')):.2f} -> {r.get('dev_end', float('nan')):.2f} ({gain})"
+    )
+
+
+def load(out: Path) -> list[dict]:
+    return json.loads(out.read_text())["runs"] if out.exists() else []
+
+
+def save(out: Path, runs: list[dict]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+
+
+def markdown_table(runs: list[dict]) -> str:
+    """One row per run, failures included; dev success at the evaluated iterations 0 -> ... -> end."""
+    lines = [
+        "| seed | threads | warm start: SFT loss, P(optimal dev episode), P(code digits) | "
+        "dev success at RL iterations (0 → … → end) | gain | wall time (warm start + RL) | date, CPU, commit |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        warm = r.get("warm", {})
+        warm_text = (
+            f"{warm['sft_loss']:.3f}, {warm['p_optimal_dev_episode']:.3f}, "
+            f"{warm['p_code_digit_1']:.2f} / {warm['p_code_digit_2']:.2f}"
+            if warm
+            else "not built"
+        )
+        curve = r.get("dev_curve", {})
+        shown = [k for i, k in enumerate(curve) if i % 2 == 0 or i == len(curve) - 1]
+        curve_text = " → ".join(f"{curve[k]['success']:.2f}@{k}" for k in shown) or "none"
+        gain = f"**{r['gain_points']:+.0f}**" if "gain_points" in r else "—"
+        status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
+        lines.append(
+            f"| {r['seed']} | {r['threads']} | {warm_text} | {curve_text} | {gain}{status} | "
+            f"{r['wall_s'] / 60:.1f} min (load {r['load_before']:.1f}) | {r['date']}, {r['cpu']}, {r['commit']} |"
+        )
+    gains = sorted(r["gain_points"] for r in runs if "gain_points" in r)
+    if gains:
+        median = (
+            gains[len(gains) // 2]
+            if len(gains) % 2
+            else (gains[len(gains) // 2 - 1] + gains[len(gains) // 2]) / 2
+        )
+        lines.append("")
+        lines.append(
+            f"{len(runs)} runs, {len(gains)} evaluated: gain min {gains[0]:+.0f}, median {median:+.0f}, "
+            f"max {gains[-1]:+.0f} points; runs with a gain ≥ +30: {sum(g >= 30 for g in gains)} of {len(runs)}."
+        )
+    return "\n".join(lines)
+
+
+def write_readme(table: str, readme: Path = ROOT / "README.md") -> None:
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise SystemExit(f"{readme} has no {README_BEGIN} ... {README_END} block to replace")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(f"{head}{README_BEGIN}\n{table}\n{README_END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the demo for every (seed, threads) pair, one after the other")
+    run.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    run.add_argument("--threads", type=int, nargs="+", default=[2])
+    run.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "demo_seeds")
+    run.add_argument("--rerun", action="store_true", help="run pairs that already have a result again")
+    report = sub.add_parser("report", help="print the table of every recorded run")
+    report.add_argument("--readme", action="store_true", help="also rewrite the README's demo_seeds block")
+    for p in (run, report):
+        p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args, overrides = parser.parse_known_args(argv)
+    overrides = [o for o in overrides if o != "--"]
+    if args.command == "report" and overrides:
+        parser.error(f"unrecognized arguments: {' '.join(overrides)}")
+    if args.command == "run":
+        if any(t < 1 for t in args.threads):
+            parser.error("--threads must be >= 1")
+        for seed in args.seeds:
+            for threads in args.threads:
+                runs = load(args.out)
+                same = [
+                    r for r in runs if (r["seed"], r["threads"], r["overrides"]) == (seed, threads, overrides)
+                ]
+                if same and not args.rerun:
+                    print(f"[demo_seeds] already recorded: {row_text(same[-1])}")
+                    continue
+                result = run_one(seed, threads, args.runs_dir, overrides)
+                save(args.out, load(args.out) + [result])
+    runs = load(args.out)
+    table = markdown_table(runs)
+    print(table)
+    if args.command == "report" and args.readme:
+        write_readme(table)
+
+
+if __name__ == "__main__":
+    main()
