@@ -63,7 +63,9 @@ def test_warm_start_is_deterministic_for_a_seed_and_thread_count(tiny_model_dir,
     try:
         for name, seed, n_threads in (("a", 0, 2), ("b", 0, 2), ("c", 1, 2), ("d", 0, 1), ("e", 0, 1)):
             torch.set_num_threads(n_threads)
-            out = build_warm_model(tiny_model_dir, tmp_path / name, demos, epochs=3, lr=3e-3, seed=seed, batch_size=4)
+            out = build_warm_model(
+                tiny_model_dir, tmp_path / name, demos, epochs=3, lr=3e-3, seed=seed, batch_size=4
+            )
             digests[name] = _weights_digest(out)
     finally:
         torch.set_num_threads(threads)
@@ -80,7 +82,14 @@ def test_a_cached_warm_model_from_other_settings_is_refused(tiny_model_dir, tmp_
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     demos = _demos(tokenizer, n=4)
     out = build_warm_model(
-        tiny_model_dir, tmp_path / "warm", demos, epochs=1, lr=3e-3, seed=0, batch_size=4, provenance={"threads": 2}
+        tiny_model_dir,
+        tmp_path / "warm",
+        demos,
+        epochs=1,
+        lr=3e-3,
+        seed=0,
+        batch_size=4,
+        provenance={"threads": 2},
     )
     stamp = (out / "model.safetensors").stat().st_mtime_ns
     with pytest.raises(CachedModelMismatch, match=r"built with threads=2 but this run asks for 1"):
