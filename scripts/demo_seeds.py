@@ -158,7 +158,7 @@ def save(out: Path, runs: list[dict]) -> None:
 def markdown_table(runs: list[dict]) -> str:
     """One row per run, failures included; dev success at the evaluated iterations 0 -> ... -> end."""
     lines = [
-        "| seed | threads | warm start: SFT loss, P(optimal dev episode), P(code digits) | "
+        "| seed | threads | warm start: SFT loss, P(optimal dev episode), P(code symbols) | "
         "dev success at RL iterations (0 → … → end) | gain | wall time (warm start + RL) | date, CPU, commit |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -166,7 +166,7 @@ def markdown_table(runs: list[dict]) -> str:
         warm = r.get("warm", {})
         warm_text = (
             f"{warm['sft_loss']:.3f}, {warm['p_optimal_dev_episode']:.3f}, "
-            f"{warm['p_code_digit_1']:.2f} / {warm['p_code_digit_2']:.2f}"
+            f"{warm['p_code_1']:.2f} / {warm['p_code_2']:.2f}"
             if warm
             else "not built"
         )

@@ -5,8 +5,8 @@ probability that the model samples the solver's exact actions, exp(sum over acti
 averaged over the episodes. It factors into the chain part (every `open` action) and the answer part
 (the final `answer <code>` action, whose two digits must be copied from the last observation):
     P(episode) = P(opens) * P(answer | opens)
-and we also report the mean per-digit probabilities of the code, the skill that turns partial credit
-into success. `sampled_dev` plays dev tasks with Hugging Face sampling: the success RL starts from.
+and we also report the mean probability of each of the code's two symbols (teacher-forced), the skill
+that turns partial credit into success. `sampled_dev` plays dev tasks with Hugging Face sampling: the success RL starts from.
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ def _action_spans(mask: list[int]) -> list[list[int]]:
 
 @torch.no_grad()
 def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:
-    """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code digit k)."""
+    """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code symbol k)."""
     from loop_agents.envs.bundled.demonstrations import generate_demonstrations
     from loop_agents.orchestration.warm_start import demonstration_trajectory
 
-    sums = {"p_optimal_dev_episode": 0.0, "p_opens": 0.0, "p_answer": 0.0, "p_code_digit_1": 0.0}
-    sums["p_code_digit_2"] = 0.0
+    sums = {"p_optimal_dev_episode": 0.0, "p_opens": 0.0, "p_answer": 0.0, "p_code_1": 0.0, "p_code_2": 0.0}
     for task_id, messages in generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"):
         traj = demonstration_trajectory(chat, messages, task_id)
         ids = torch.tensor([traj.token_ids])
@@ -48,12 +47,15 @@ def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict
         spans = _action_spans(traj.loss_mask[1:])
         answer = chosen[spans[-1]].sum()
         opens = sum((chosen[span].sum() for span in spans[:-1]), torch.tensor(0.0))
-        digits = [p for p in spans[-1] if chat.decode([traj.token_ids[p + 1]]).strip().isdigit()]
+        texts = {
+            p: chat.decode([traj.token_ids[p + 1]]).strip() for p in spans[-1][:-1]
+        }  # without <|im_end|>
+        code = [p for p, text in texts.items() if text and text != "answer"]  # "4","7" or "B","7"
         sums["p_optimal_dev_episode"] += float((opens + answer).exp())
         sums["p_opens"] += float(opens.exp())
         sums["p_answer"] += float(answer.exp())
-        sums["p_code_digit_1"] += float(chosen[digits[0]].exp())
-        sums["p_code_digit_2"] += float(chosen[digits[-1]].exp())
+        sums["p_code_1"] += float(chosen[code[0]].exp())
+        sums["p_code_2"] += float(chosen[code[-1]].exp())
     return {key: value / n_tasks for key, value in sums.items()}
 
 
