@@ -3,7 +3,7 @@
 P(optimal dev episode): for n clean dev demonstrations (the scripted solver, no noise), the teacher-forced
 probability that the model samples the solver's exact actions, exp(sum over action tokens of log pi),
 averaged over the episodes. It factors into the chain part (every `open` action) and the answer part
-(the final `answer <code>` action, whose two digits must be copied from the last observation):
+(the final `answer <code>` action, whose code is copied from the last observation):
     P(episode) = P(opens) * P(answer | opens)
 and we also report the mean probability of each of the code's two symbols (teacher-forced), the skill
 that turns partial credit into success. `sampled_dev` plays dev tasks with Hugging Face sampling: the success RL starts from.
