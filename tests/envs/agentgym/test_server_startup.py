@@ -24,7 +24,10 @@ def _one_line(result: subprocess.CompletedProcess) -> str:
 
 def test_unknown_env_name():
     line = _one_line(_start("--env", "webarena", "--port", str(free_port())))
-    assert line == "agentgym server: unknown env name 'webarena'; choose one of babyai, textcraft, sciworld, gemhunt"
+    assert (
+        line
+        == "agentgym server: unknown env name 'webarena'; choose one of babyai, textcraft, sciworld, gemhunt"
+    )
 
 
 def test_port_in_use():
