@@ -195,6 +195,7 @@ def build_app(env_name: str):
 def port_problem(host: str, port: int) -> str | None:
     """Why the server cannot listen on host:port (in use, not allowed), else None."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is no conflict
         try:
             sock.bind((host, port))
         except OSError as err:
