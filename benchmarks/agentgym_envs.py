@@ -1,5 +1,6 @@
 """AgentGym env servers (ours): step latency p50/p95 per env on one instance, and throughput of 16
-concurrent episodes (create + reset + steps + close), raw HTTP, no model. `--all-babyai` also resets
+concurrent episodes (create + reset + steps + close), raw HTTP, no model; then 16 more, which get the
+closed instances back (`reused_*`: no JVM start for SciWorld). `--all-babyai` also resets
 every BabyAI item (4,400) once and counts non-200 replies.
 
 .venv/bin/python benchmarks/agentgym_envs.py [--envs babyai textcraft sciworld] [--steps 40] [--quick] [--all-babyai]
@@ -68,6 +69,9 @@ async def measure_env(env: str, steps: int) -> dict:
         "concurrent_step_p50_ms": round(1000 * statistics.median(all_steps), 1),
         "concurrent_step_p95_ms": round(1000 * _percentile(all_steps, 0.95), 1),
         "concurrent_create_p50_s": round(statistics.median(e["create_s"] for e in many), 3),
+        "reused_wall_s": round(wall_again, 2),
+        "reused_episodes_per_s": round(CONCURRENCY / wall_again, 3),
+        "reused_create_p50_s": round(statistics.median(e["create_s"] for e in again), 3),
     }
 
 

@@ -14,6 +14,9 @@ Ours in addition: `success` in every reply, GET /available_actions?id=, /health,
 Errors are JSON {"error": "..."} as AgentGym's, but with an HTTP error status (400 bad request or
 option, 404 unknown id, 409 finished episode, 422 malformed body) so that no client mistakes them for
 an observation. Bad start-up input (unknown env, busy port, missing package or Java): one line, exit 2.
+
+Closed instances are kept (up to `max_idle`) and handed to the next /create with the same options, so a
+SciWorld episode does not pay a JVM start each time; `--warm N` starts N instances before serving.
 """
 
 from __future__ import annotations
@@ -55,16 +58,17 @@ OPTION_KEYS = ("action_set", "task_set")
 
 
 class _Instance:
-    def __init__(self, game: Any) -> None:
+    def __init__(self, game: Any, options: dict[str, str]) -> None:
         self.game = game
+        self.options_key = tuple(sorted(options.items()))
         self.lock = threading.Lock()
         self.observation = ""
         self.done = False
         self.reset_done = False
 
 
-def build_app(env_name: str):
-    """The FastAPI app serving `env_name` (one game instance per /create)."""
+def build_app(env_name: str, warm: int = 0, max_idle: int = 64):
+    """The FastAPI app serving `env_name` (one game instance per /create; closed ones are reused)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
@@ -74,6 +78,8 @@ def build_app(env_name: str):
     registry_lock = threading.Lock()
     counter = {"next": 0}
     probes: dict[str, Any] = {}
+    idle: dict[tuple, list[Any]] = {}  # options -> closed game instances ready for reuse
+    idle_lock = threading.Lock()
 
     class HTTPError(Exception):
         def __init__(self, status: int, message: str) -> None:
@@ -90,7 +96,7 @@ def build_app(env_name: str):
             raise HTTPError(404, f"{env_name}: env id {env_id} does not exist (closed or never created)")
         return found
 
-    def new_game(options: dict[str, str]) -> Any:
+    def construct(options: dict[str, str]) -> Any:
         try:
             return make_game(**options)
         except ValueError as err:  # an action or task set this game lacks: the message lists the supported
@@ -98,10 +104,18 @@ def build_app(env_name: str):
         except TypeError as err:
             raise HTTPError(400, f"{env_name} takes no options {sorted(options)}") from err
 
+    def new_game(options: dict[str, str]) -> Any:
+        """A closed instance with the same options if one is idle, else a new one."""
+        with idle_lock:
+            reusable = idle.get(tuple(sorted(options.items())))
+            if reusable:
+                return reusable.pop()
+        return construct(options)
+
     def probe_game(task_set: str | None = None) -> Any:
         key = task_set or ""
         if key not in probes:
-            probes[key] = new_game({"task_set": task_set} if task_set else {})
+            probes[key] = construct({"task_set": task_set} if task_set else {})
         return probes[key]
 
     @app.get("/")
@@ -110,7 +124,8 @@ def build_app(env_name: str):
 
     @app.get("/health")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "env": env_name, "instances": len(instances)}
+        return {"status": "ok", "env": env_name, "instances": len(instances),
+                "idle": sum(len(games) for games in idle.values())}  # fmt: skip
 
     @app.get("/info")
     def info() -> dict[str, Any]:
@@ -132,7 +147,7 @@ def build_app(env_name: str):
         with registry_lock:
             env_id = counter["next"]
             counter["next"] += 1
-            inst = _Instance(game)
+            inst = _Instance(game, options)
             instances[env_id] = inst
         on_create = getattr(game, "on_create", None)
         first = on_create(env_id, body.model_dump()) if on_create else None
@@ -185,10 +200,21 @@ def build_app(env_name: str):
             inst = instances.pop(body.id, None)
         if inst is None:
             raise HTTPError(404, f"{env_name}: env id {body.id} does not exist (closed or never created)")
-        with inst.lock:
+        with inst.lock, idle_lock:
+            keep = sum(len(games) for games in idle.values()) < max_idle
+            if keep:  # the next /create resets it to its own item
+                idle.setdefault(inst.options_key, []).append(inst.game)
+        if not keep:
             inst.game.close()
         return {"closed": True}
 
+    def prestart() -> None:
+        games = [construct({}) for _ in range(warm)]
+        with idle_lock:
+            idle.setdefault((), []).extend(games)
+
+    if warm > 0:
+        threading.Thread(target=prestart, name="warm-instances", daemon=True).start()
     return app
 
 
@@ -210,6 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env", required=True, help=f"one of {', '.join(ENV_NAMES)}")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument(
+        "--warm", type=int, default=0, help="game instances to start before the first /create"
+    )
     args = parser.parse_args(argv)
     problem = missing_requirement(args.env) or port_problem(args.host, args.port)
     if problem:
@@ -217,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     import uvicorn
 
-    uvicorn.run(build_app(args.env), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(build_app(args.env, warm=args.warm), host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":
