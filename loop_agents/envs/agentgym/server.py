@@ -5,7 +5,7 @@
 Routes, bodies and reply fields are AgentGym's (docs/agentgym_conformance.md has the table):
     POST /create  [{"commands", "goal"} TextCraft; ours: "action_set", "task_set"]
                   -> {"id"}; TextCraft also {"observation", "reward", "done"} of a first episode
-    POST /reset  {"id", "data_idx"}  -> {"observation", "reward", "score", "done", ...}
+    POST /reset  {"id", "data_idx"}  -> {"id", "observation", "reward", "score", "done", ...}
                   (SciWorld also "task_name", "var_num", "task_description"; BabyAI/SciWorld "deleted")
     POST /step   {"id", "action"}    -> {"observation", "reward", "score", "done"}
     GET  /observation?id=            -> the current observation (a JSON string)
@@ -172,7 +172,7 @@ def build_app(env_name: str, warm: int = 0, max_idle: int = 64):
             except ValueError as err:
                 raise HTTPError(400, f"{env_name}: {err}") from err
             inst.reset_done = True
-            return reply(inst, step)
+            return {"id": body.id, **reply(inst, step)}  # AgentGym's TextCraft sends the id back
 
     @app.post("/step")
     def step(body: StepBody) -> dict[str, Any]:

@@ -68,7 +68,10 @@ def test_agentgym_textcraft_client_plays_an_episode(textcraft_server):
     client = TextCraftEnvClient(textcraft_server.url, data_len=419)  # reads the first observation of /create
     assert client.observe().startswith("Crafting commands:\n") and "\n\nGoal: craft " in client.observe()
     reply = client.reset(13)
-    assert {"observation", "reward", "done"} <= set(reply) and (reply["reward"], reply["done"]) == (0, False)
+    assert {"id", "observation", "reward", "done"} <= set(reply) and (reply["reward"], reply["done"]) == (
+        0,
+        False,
+    )
     two = client.step("Action: inventory\nAction: inventory")  # answered by the client itself
     assert two.state.startswith("Error: Only one 'Action'") and two.reward == 0
     actions = plan(client.observe())
