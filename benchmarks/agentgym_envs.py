@@ -1,9 +1,9 @@
 """AgentGym env servers (ours): step latency p50/p95 per env on one instance, and throughput of 16
 concurrent episodes (create + reset + steps + close), raw HTTP, no model; then 16 more, which get the
 closed instances back (`reused_*`: no JVM start for SciWorld). `--all-babyai` also resets
-every BabyAI item (4,400) once and counts non-200 replies.
+every item of the named envs once (TextCraft: both task sets) and counts the status codes.
 
-.venv/bin/python benchmarks/agentgym_envs.py [--envs babyai textcraft sciworld] [--steps 40] [--quick] [--all-babyai]
+.venv/bin/python benchmarks/agentgym_envs.py [--envs babyai textcraft sciworld] [--steps 40] [--quick] [--all-items babyai textcraft]
 """
 
 from __future__ import annotations
@@ -80,19 +80,56 @@ async def measure_env(env: str, steps: int) -> dict:
     }
 
 
-def reset_all_babyai() -> dict:
-    """Every BabyAI item reset once on one instance; the status codes counted."""
+def reset_all(env: str, task_set: str | None = None) -> dict:
+    """Every item of `env` (and task set) reset once on one instance; the status codes counted."""
     with (
-        EnvServerProcess("babyai", startup_timeout_s=300) as server,
+        EnvServerProcess(env, startup_timeout_s=300) as server,
         httpx.Client(base_url=server.url, timeout=120) as http,
     ):
-        count = sum(http.get("/info").json()["splits"].values())
-        env_id = http.post("/create").json()["id"]
+        params = {"task_set": task_set} if task_set else {}
+        count = sum(len(v) for v in http.get("/splits", params=params).json().values())
+        env_id = http.post("/create", json=params or None).json()["id"]
         t, codes = time.monotonic(), {}
         for data_idx in range(count):
             code = http.post("/reset", json={"id": env_id, "data_idx": data_idx}).status_code
             codes[code] = codes.get(code, 0) + 1
-        return {"babyai_items": count, "status_codes": codes, "seconds": round(time.monotonic() - t, 1)}
+        seconds = round(time.monotonic() - t, 1)
+        return {"env": env, "task_set": task_set, "items": count, "status_codes": codes, "seconds": seconds}
+
+
+def reset_each_sciworld_task() -> dict:
+    """The first and last variation of every SciWorld task reset once (all items would take hours)."""
+    from scienceworld import ScienceWorldEnv
+
+    from loop_agents.envs.agentgym.games.sciworld import EXCLUDED_TASK_IDS
+
+    probe = ScienceWorldEnv("")
+    try:
+        items, start = [], 0
+        for task_id, name in probe.tasks.items():
+            if task_id not in EXCLUDED_TASK_IDS:
+                count = probe.get_max_variations(name)
+                items += [start, start + count - 1]
+                start += count
+    finally:
+        probe.close()
+    with (
+        EnvServerProcess("sciworld", startup_timeout_s=300) as server,
+        httpx.Client(base_url=server.url, timeout=300) as http,
+    ):
+        env_id = http.post("/create").json()["id"]
+        t, codes = time.monotonic(), {}
+        for data_idx in items:
+            code = http.post("/reset", json={"id": env_id, "data_idx": data_idx}).status_code
+            codes[code] = codes.get(code, 0) + 1
+        seconds = round(time.monotonic() - t, 1)
+    return {
+        "env": "sciworld",
+        "tasks": len(items) // 2,
+        "items_total": start,
+        "status_codes": codes,
+        "seconds": seconds,
+    }
 
 
 def bench(quick: bool) -> dict:
@@ -106,15 +143,19 @@ def bench(quick: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=["babyai", "textcraft", "sciworld"])
+    parser.add_argument("--envs", nargs="*", default=["babyai", "textcraft", "sciworld"])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="10 steps per episode")
-    parser.add_argument("--all-babyai", action="store_true")
+    parser.add_argument("--sciworld-each-task", action="store_true", help="first and last item of every task")
+    parser.add_argument("--all-items", nargs="*", default=[], help="envs whose every item is reset once")
     args = parser.parse_args()
     for env in args.envs:
         print(json.dumps(asyncio.run(measure_env(env, 10 if args.quick else args.steps))), flush=True)
-    if args.all_babyai:
-        print(json.dumps(reset_all_babyai()), flush=True)
+    if args.sciworld_each_task:
+        print(json.dumps(reset_each_sciworld_task()), flush=True)
+    for env in args.all_items:
+        for task_set in ("ours", "agentgym") if env == "textcraft" else (None,):
+            print(json.dumps(reset_all(env, task_set)), flush=True)
 
 
 if __name__ == "__main__":
