@@ -64,13 +64,13 @@ def make_task_source(cfg: DictConfig) -> Any:
         return AppWorldTaskSource(config)
     if name in AGENTGYM_GAMES or name == "agentgym_http":
         from loop_agents.envs.agentgym.config import AgentGymEnvConfig
-        from loop_agents.envs.agentgym.task_source import AgentGymTaskSource
+        from loop_agents.envs.agentgym.configured_source import ConfiguredAgentGymTaskSource
 
         if name in AGENTGYM_GAMES:
             options.setdefault("env", name)
         elif "url" not in options:
             raise ValueError("env.options.url: agentgym_http needs the URL of a running AgentGym env server")
-        return AgentGymTaskSource(_typed(AgentGymEnvConfig, options, name))
+        return ConfiguredAgentGymTaskSource(_typed(AgentGymEnvConfig, options, name))
     raise ValueError(f"env.name={name!r} is not an environment; choose one of {list(ENV_FAMILIES)}")
 
 

@@ -1,7 +1,8 @@
 """AgentGym-style environments: the env-server protocol (client), our servers for BabyAI, TextCraft,
 SciWorld and the bundled gem hunt, and the task source that ties them to the Environment protocol.
 
-Item ids, splits and rewards per game are documented in games/<name>.py; the protocol in server.py.
+Item ids, splits and rewards per game are documented in games/<name>.py; the protocol in server.py, and
+beside AgentGym's, field for field, in docs/agentgym_conformance.md.
 """
 
 from loop_agents.envs.agentgym.client import AgentGymEnvClient, AgentGymRequestError, parse_item_id

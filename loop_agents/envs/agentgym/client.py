@@ -1,7 +1,12 @@
 """EnvClient: the AgentGym env-server protocol behind the project's async Environment protocol.
 
-Any AgentGym-style server plugs in by URL (ours, or AgentGym's own BabyAI/TextCraft/SciWorld servers).
-Item ids are AgentGym's `<env>_<index>` (e.g. `babyai_123`); the index is sent as `data_idx`.
+Any AgentGym-style server plugs in by URL (ours, or AgentGym's own BabyAI/TextCraft/SciWorld servers):
+the client uses only the routes, bodies and reply fields AgentGym's own clients use (create, reset,
+step; close where the server has it; docs/agentgym_conformance.md), plus our /info when the server has
+it. Item ids are AgentGym's `<env>_<index>` (e.g. `babyai_123`); the index is sent as `data_idx`. As
+AgentGym's SciWorld client, the first observation is `task_description` + "\n" + `observation` when the
+reset reply carries a task description. With `action_format="react"` the model's reply is cut to its
+action the way AgentGym's clients do it (the text after "Action:").
 Every request has a timeout. create/reset are retried on connection errors (they are idempotent for
 the episode: a failed reset is simply redone); step is never retried (an action must not be applied
 twice). Any failure after which the server-side instance cannot be trusted (timeout, connection lost,
@@ -13,11 +18,32 @@ up without rebuilding the client. Server-reported errors (unknown id, bad item) 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import httpx
 
 from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
+
+DEFAULT_SCORE_SCALE = {"sciworld": 100.0}  # AgentGym's `score` of a solved item, for servers without /info
+ACTION_FORMATS = ("raw", "react")
+
+
+def react_action(env_name: str, text: str) -> str | None:
+    """The action AgentGym's client for `env_name` sends for a model reply (None: it sends nothing and
+    answers with an error observation). TextCraft: the one line after "Action:" (more than one
+    "Action:" is an error), characters other than letters, digits, ", " dropped, "look" -> "inventory";
+    others: the text after the first "Action:" (else the whole reply), a trailing "</s>" removed."""
+    if env_name == "textcraft":
+        matches = re.findall(r"Action:\s*(.*?)(?=\n|$)", text, re.DOTALL)
+        if len(matches) > 1:
+            return None
+        action = " ".join(re.sub(r"[^A-Za-z0-9, ]+", "", matches[-1] if matches else "").split()).strip()
+        return "inventory" if action.lower() == "look" else action
+    if text.endswith("</s>"):
+        text = text[:-5]  # AgentGym cuts 5 characters for the 4-character "</s>"
+    parts = text.split("Action:")
+    return (parts[1] if len(parts) > 1 else parts[0]).strip()
 
 
 class AgentGymRequestError(EnvironmentFailure):
@@ -45,7 +71,12 @@ class AgentGymEnvClient:
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
         self.system_prompt = system_prompt
-        self.reward_scale = reward_scale  # divides `reward` for servers that send no normalised `score`
+        self.reward_scale = reward_scale  # divides `reward` for servers that send no `score` (TextCraft: 1)
+        self.score_scale: float | None = (
+            None  # `score` of a solved item; None = the server's /info, else by env
+        )
+        self.create_options: dict[str, str] = {}  # our servers' per-instance options (action_set, task_set)
+        self.action_format = "raw"  # raw: the reply is the action | react: AgentGym's client parsing
         self.http = httpx.AsyncClient(base_url=self.url, timeout=request_timeout_s)
         self.env_id: int | None = None
         self.last: dict[str, Any] | None = None
@@ -85,29 +116,48 @@ class AgentGymEnvClient:
             return data
         raise AssertionError("unreachable")
 
-    async def _system_prompt(self) -> str | None:
+    async def _server_info(self) -> None:
+        """System prompt and score scale from our servers' /info (AgentGym's servers have none)."""
+        if self.system_prompt is not None and self.score_scale is not None:
+            return
+        try:
+            info = await self._request("GET", "/info", retry=True)
+        except AgentGymRequestError:
+            info = {}
         if self.system_prompt is None:
-            try:
-                self.system_prompt = (await self._request("GET", "/info", retry=True)).get("system_prompt")
-            except AgentGymRequestError:  # AgentGym's own servers have no /info
-                self.system_prompt = ""
-        return self.system_prompt or None
+            self.system_prompt = info.get("system_prompt") or ""
+        if self.score_scale is None:
+            self.score_scale = float(info.get("score_scale") or DEFAULT_SCORE_SCALE.get(self.env_name, 1.0))
+
+    async def _create(self) -> int:
+        body = dict(self.create_options) or None  # AgentGym's BabyAI/SciWorld clients send no body
+        return int((await self._request("POST", "/create", body, retry=True))["id"])
 
     async def reset(self, task_id: str) -> ResetResult:
         data_idx = parse_item_id(task_id, self.env_name)
         if self.env_id is None:
-            self.env_id = int((await self._request("POST", "/create", retry=True))["id"])
+            self.env_id = await self._create()
         self.last = _checked(await self._request("POST", "/reset", {"id": self.env_id, "data_idx": data_idx},
                                                  retry=True), "/reset")  # fmt: skip
         self.item_id = task_id
+        observation = self.last["observation"]
+        if self.last.get("task_description") is not None:
+            observation = f"{self.last['task_description']}\n{observation}"
         info: dict[str, Any] = {"item_id": task_id, "data_idx": data_idx, "env_id": self.env_id}
-        if prompt := await self._system_prompt():
-            info["system_prompt"] = prompt
-        return ResetResult(self.last["observation"], info)
+        await self._server_info()
+        if self.system_prompt:
+            info["system_prompt"] = self.system_prompt
+        return ResetResult(observation, info)
 
     async def step(self, action: str) -> StepResult:
         if self.env_id is None or self.last is None:
             raise RuntimeError(f"{self.env_name} client: call reset(item_id) before step")
+        if self.action_format == "react":
+            parsed = react_action(self.env_name, action)
+            if parsed is None:  # AgentGym's TextCraft client answers this itself, reward 0, not done
+                message = "Error: Only one 'Action' is allowed per response. Please adjust your response."
+                return StepResult(message, False, 0.0, {"score": self.last.get("score")})
+            action = parsed
         self.last = _checked(
             await self._request("POST", "/step", {"id": self.env_id, "action": action}), "/step"
         )
@@ -120,15 +170,21 @@ class AgentGymEnvClient:
         return list(await self._request("GET", "/available_actions", params={"id": self.env_id}))
 
     async def evaluate(self) -> Evaluation:
-        """Partial credit = the server's normalised `score` in [0, 1] (AgentGym servers without one:
-        the last reward / reward_scale, clipped to [0, 1]); success = the server's `success` flag (else reward >= 1)."""
+        """Partial credit = the last `score` / score_scale (SciWorld: its 0-100 score / 100; servers that
+        send no `score`, as AgentGym's TextCraft: `reward` / reward_scale), clipped to [0, 1]. Success =
+        the server's `success` flag; AgentGym's servers send none: BabyAI: done with a positive score
+        (its server ends an episode only on success), else partial credit 1."""
         if self.last is None:
             raise RuntimeError(f"{self.env_name} client: nothing to evaluate before reset")
+        await self._server_info()
         reward = float(self.last.get("reward", 0.0))
         score = self.last.get("score")
-        partial = min(max(float(score) if score is not None else reward / self.reward_scale, 0.0), 1.0)
-        success = bool(self.last.get("success", partial >= 1.0))
-        return Evaluation(partial, success, {"env_reward": reward, "item_id": self.item_id})
+        scaled = float(score) / (self.score_scale or 1.0) if score is not None else reward / self.reward_scale
+        partial = min(max(scaled, 0.0), 1.0)
+        fallback = bool(self.last["done"]) and partial > 0 if self.env_name == "babyai" else partial >= 1.0
+        success = bool(self.last.get("success", fallback))
+        details = {"env_reward": reward, "env_score": score, "item_id": self.item_id}
+        return Evaluation(partial, success, details)
 
     async def close(self) -> None:
         if self.env_id is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loop_agents.envs.agentgym.games import ENV_NAMES
+from loop_agents.envs.agentgym.games import ACTION_SETS, ENV_NAMES, TASK_SETS
 
 
 @dataclass
@@ -23,6 +23,16 @@ class AgentGymEnvConfig:
     splits: dict[str, list[int]] = field(
         default_factory=dict
     )  # item indices per split, for servers without /splits
+    action_set: str | None = (
+        None  # our servers: babyai agentgym (default: AgentGym's text actions) | primitive
+    )
+    task_set: str | None = (
+        None  # our servers: ours (default) | agentgym (AgentGym's item selection; TextCraft)
+    )
+    action_format: str = "raw"  # raw: the model's reply is the action | react: AgentGym's "Action:" parsing
+    score_scale: float | None = (
+        None  # `score` of a solved item; None: the server's /info, else SciWorld 100, 1
+    )
 
     def __post_init__(self) -> None:
         if self.url is None and self.env not in ENV_NAMES:
@@ -33,5 +43,19 @@ class AgentGymEnvConfig:
             raise ValueError("env.options.request_timeout_s and startup_timeout_s must be > 0")
         if self.retries < 0:
             raise ValueError(f"env.options.retries must be >= 0, got {self.retries}")
+        if self.action_set is not None and self.action_set not in ACTION_SETS.get(
+            self.env, (self.action_set,)
+        ):
+            raise ValueError(
+                f"env.options.action_set={self.action_set!r}: {self.env} supports {list(ACTION_SETS[self.env])}"
+            )
+        if self.task_set is not None and self.task_set not in TASK_SETS.get(self.env, (self.task_set,)):
+            raise ValueError(
+                f"env.options.task_set={self.task_set!r}: {self.env} supports {list(TASK_SETS[self.env])}"
+            )
+        if self.action_format not in ("raw", "react"):
+            raise ValueError(f"env.options.action_format={self.action_format!r}: choose raw or react")
+        if self.score_scale is not None and self.score_scale <= 0:
+            raise ValueError(f"env.options.score_scale must be > 0, got {self.score_scale}")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"env.options.url={self.url!r} must start with http:// or https://")

@@ -23,11 +23,11 @@ def test_babyai_episodes(babyai_server):
     import gymnasium as gym
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
-    from loop_agents.envs.agentgym.games.babyai import ACTIONS, LEVELS
+    from loop_agents.envs.agentgym.games.babyai import ACTIONS, LEVELS, level_id
 
     # the same level and seed locally: minigrid's BabyAI bot gives the optimal primitive actions
     names = {index: name for name, index in ACTIONS.items()}
-    local = gym.make(f"BabyAI-{LEVELS[1]}-v0")
+    local = gym.make(level_id(LEVELS[1]))
     local.reset(seed=0)
     bot, actions = BabyAIBot(local.unwrapped), []
     for _ in range(64):
@@ -38,6 +38,7 @@ def test_babyai_episodes(babyai_server):
 
     async def run() -> None:
         env = AgentGymEnvClient(babyai_server.url, "babyai", request_timeout_s=30)
+        env.create_options = {"action_set": "primitive"}  # minigrid's own actions (the default is AgentGym's)
         other = await env.reset("babyai_0")
         reset = await env.reset("babyai_1")  # level GoToRedBall, seed 0
         assert reset.observation != other.observation
@@ -92,7 +93,7 @@ def test_sciworld_episodes(sciworld_server):
         reset = await env.reset(f"sciworld_{item}")
         assert "non-living thing" in reset.observation
         step, evaluation = await _play(env, gold)
-        assert step.done and step.reward == 100 and evaluation.success and evaluation.reward == 1.0
+        assert step.done and step.info["score"] == 100 and evaluation.success and evaluation.reward == 1.0
         await env.reset(f"sciworld_{item}")
         step, evaluation = await _play(env, ["look around", "fly to the moon", "wait1"])
         assert not step.done and evaluation.reward == 0.0 and not evaluation.success

@@ -4,6 +4,8 @@ the async EnvClient, failure handling (server killed mid-episode) and clear erro
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 
 import httpx
@@ -119,3 +121,43 @@ def test_task_source_lists_splits_from_the_server(gemhunt_server):
     assert len(source.task_ids("dev")) == 500 and source.task_ids("test")[0] == "gemhunt_10500"
     with pytest.raises(ValueError, match="unknown split 'valid'"):
         source.task_ids("valid")
+
+
+def test_closed_instances_are_reused_and_warm_ones_prestarted(gemhunt_server):
+    url = gemhunt_server.url
+    env_id = httpx.post(f"{url}/create").json()["id"]
+    idle_before = httpx.get(f"{url}/health").json()["idle"]
+    httpx.post(f"{url}/reset", json={"id": env_id, "data_idx": 10_000})
+    httpx.post(f"{url}/close", json={"id": env_id})
+    assert httpx.get(f"{url}/health").json()["idle"] == idle_before + 1
+    reused = httpx.post(f"{url}/create").json()["id"]
+    assert reused != env_id and httpx.get(f"{url}/health").json()["idle"] == idle_before
+    early = httpx.post(f"{url}/step", json={"id": reused, "action": "open red box"})
+    assert early.status_code == 409  # a reused instance is a new episode: reset first
+    first = httpx.post(f"{url}/reset", json={"id": reused, "data_idx": 10_001}).json()
+    assert first["done"] is False and first["score"] == 0.0
+
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "loop_agents.envs.agentgym.server",
+        "--env",
+        "gemhunt",
+        "--port",
+        str(port),
+        "--warm",
+        "2",
+    ]
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as warm:
+        try:
+            deadline, health = time.monotonic() + 60, {}
+            while time.monotonic() < deadline and health.get("idle") != 2:
+                time.sleep(0.3)
+                try:
+                    health = httpx.get(f"http://127.0.0.1:{port}/health").json()
+                except httpx.HTTPError:
+                    pass
+            assert health.get("idle") == 2
+        finally:
+            warm.terminate()

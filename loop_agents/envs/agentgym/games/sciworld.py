@@ -2,10 +2,12 @@
 
 Items as AgentGym's agentenv-sciworld defines them: every (task, variation) pair, tasks in
 ScienceWorld's task-id order, except task ids 5-1, 5-2, 9-1, 9-2, 9-3, 10-1, 10-2; `data_idx` indexes
-that list. Reset loads the pair and looks around; the first observation is the task description plus
-the look-around text. Reward = ScienceWorld's score (0-100 progress, negative on failure), the
-AgentGym-RL trajectory reward; `score` = max(score, 0) / 100 is our partial credit in [0, 1], success =
-score 100. Splits (our choice, AgentGym ships item lists we do not have): ScienceWorld's own train /
+that list (the `task_set` option accepts `ours` and `agentgym`: they are the same list). Reset loads
+the pair and looks around; as AgentGym's server, the reply carries `task_name`, `var_num`,
+`task_description` and the look-around text as `observation` (AgentGym's client shows
+task_description + "\n" + observation). `score` = ScienceWorld's cumulative score on its 0-100 scale
+(negative on failure), which AgentGym's client reports and AgentGym-RL takes as the trajectory reward;
+`reward` = this step's change of the score (ScienceWorld's own reward); success = score 100. Splits (our choice, AgentGym ships item lists we do not have): ScienceWorld's own train /
 dev / test variation split of each task, so no variation is shared between splits (AgentGym #49
 reports 61 test items overlapping training in its lists).
 """
@@ -23,10 +25,16 @@ SYSTEM_PROMPT = (
 
 class SciWorldGame:
     system_prompt = SYSTEM_PROMPT
+    score_scale = 100.0
 
-    def __init__(self, step_limit: int = 100) -> None:
+    def __init__(self, step_limit: int = 100, task_set: str = "ours", action_set: str = "agentgym") -> None:
         from scienceworld import ScienceWorldEnv
         from scienceworld.constants import ID2TASK
+
+        if task_set not in ("ours", "agentgym"):
+            raise ValueError(f"sciworld has no task set {task_set!r}; supported: ['ours', 'agentgym']")
+        if action_set != "agentgym":
+            raise ValueError(f"sciworld has no action set {action_set!r}; supported: ['agentgym']")
 
         self.env = ScienceWorldEnv("", envStepLimit=step_limit)
         self.items: list[tuple[str, int]] = []
@@ -36,22 +44,30 @@ class SciWorldGame:
         self._splits: dict[str, list[int]] | None = None
         self.last_score = 0.0
 
-    def _result(self, observation: str, score: float, done: bool) -> GameStep:
-        self.last_score = score
-        return GameStep(observation, score, done, max(score, 0.0) / 100.0, score >= 100)
+    def on_create(self, env_id: int, body: dict) -> GameStep | None:
+        return None
+
+    def _result(
+        self, observation: str, reward: float, info: dict, done: bool, extra: dict | None = None
+    ) -> GameStep:
+        self.last_score = float(info["score"])
+        return GameStep(
+            observation, float(reward), bool(done), self.last_score, self.last_score >= 100, extra or {}
+        )
 
     def reset(self, data_idx: int) -> GameStep:
         if data_idx >= len(self.items):
             raise ValueError(f"sciworld item {data_idx} does not exist: there are {len(self.items)} items")
         name, variation = self.items[data_idx]
         self.env.load(name, variation, simplificationStr="")
-        self.env.reset()
-        look, _, _, info = self.env.step("look around")
-        return self._result(f"{self.env.get_task_description()}\n{look}", float(info["score"]), False)
+        description = self.env.get_task_description()
+        look, reward, done, info = self.env.step("look around")
+        extra = {"task_name": name, "var_num": variation, "task_description": description, "deleted": False}
+        return self._result(look, reward, info, done, extra)
 
     def step(self, action: str) -> GameStep:
-        observation, _, completed, info = self.env.step(action.strip())
-        return self._result(observation, float(info["score"]), bool(completed))
+        observation, reward, completed, info = self.env.step(action.strip())
+        return self._result(observation, reward, info, completed)
 
     def available_actions(self) -> list[str]:
         return list(self.env.get_possible_actions())
