@@ -64,6 +64,8 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "eval.runs_per_task": (1, True),
     "rollout.episode_retries": (0, True),
     "learner.sft_epochs": (0, True),
+    "learner.sft_until_p_optimal": (0.0, False),
+    "learner.sft_check_episodes": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,
@@ -71,6 +73,7 @@ UPPER_BOUNDS: dict[str, float] = {
     "algorithm.lam": 1.0,
     "rollout.rollouts_fraction": 1.0,
     "rollout.rollouts_per_task_fraction": 1.0,
+    "learner.sft_until_p_optimal": 1.0,
 }
 
 
@@ -89,6 +92,8 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value!r} is not allowed; choose one of: {', '.join(allowed)}")
     for key, (low, inclusive) in LOWER_BOUNDS.items():
         value = _get(cfg, key)
+        if value is None:  # an optional key switched off
+            continue
         if value < low or (value == low and not inclusive):
             op = ">=" if inclusive else ">"
             raise ConfigError(f"{key}={value} is out of range; it must be {op} {low}")
@@ -99,7 +104,7 @@ def validate(cfg: DictConfig) -> None:
         )
     for key, high in UPPER_BOUNDS.items():
         value = _get(cfg, key)
-        if value > high:
+        if value is not None and value > high:
             raise ConfigError(f"{key}={value} is out of range; it must be <= {high}")
     _validate_turn_schedule(cfg)
     _validate_gpu_allocation(cfg)

@@ -67,7 +67,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     # then depends on the config only, not on the machine's core count.
     torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     try:
-        demos = _demonstrations(cfg, base)
+        demos, readiness = _demonstrations(cfg, base)
         options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
         provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads}
         warm = build_warm_model(
@@ -78,6 +78,9 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
             cfg.learner.sft_lr,
             cfg.run.seed,
             provenance=provenance,
+            readiness=readiness,
+            ready_at=cfg.learner.sft_until_p_optimal,
+            max_epochs=cfg.learner.sft_max_epochs,
         )
     finally:
         torch.set_num_threads(threads)
@@ -85,13 +88,15 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
 
 
 def _demonstrations(cfg: DictConfig, model_path: str):
+    """The warm start's demonstrations and its readiness check (P(optimal held-out episode))."""
     from transformers import AutoTokenizer
 
-    from loop_agents.orchestration.environments import demonstrations
+    from loop_agents.orchestration.environments import demonstrations, warm_start_readiness
     from loop_agents.rollout.runner import chat_format
 
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
-    return demonstrations(cfg, chat)
+    demos = demonstrations(cfg, chat)
+    return demos, warm_start_readiness(cfg, chat, {d.task_id for d in demos})
 
 
 def _follow(cfg: DictConfig, learner, dist: Distributed) -> None:
@@ -263,7 +268,7 @@ class Driver:
         t0 = time.perf_counter()
         metrics: dict = {}
         if self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora":
-            demos = _demonstrations(self.cfg, self.model_path)
+            demos, _ = _demonstrations(self.cfg, self.model_path)
             sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
             metrics = {**{f"sft/{k}": v for k, v in sft.items()}, "sft/demonstrations": len(demos)}
             print(
@@ -275,7 +280,9 @@ class Driver:
 
             report = json.loads(warm_report.read_text())
             metrics.update({"sft/demonstrations": report["demonstrations"], "sft/loss": report["epoch_losses"][-1],
-                            "time/sft": report["seconds"]})  # fmt: skip
+                            "time/sft": report["seconds"], "sft/epochs": len(report["epoch_losses"])})  # fmt: skip
+            if report.get("epoch_checks"):
+                metrics["sft/p_optimal_heldout"] = report["epoch_checks"][-1]["readiness"]
         ckpt = self._save(0, dict(vars(self.sampler_state)))
         cluster.publish(ckpt / "adapter", 0)
         if self.cfg.eval.enabled:

@@ -157,3 +157,18 @@ def demonstrations(cfg: DictConfig, chat: ChatFormat) -> list[Trajectory]:
         spare_moves=options.spare_moves,
     )
     return [demonstration_trajectory(chat, messages, task_id) for task_id, messages in demos]
+
+
+def warm_start_readiness(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
+    """`model -> P(optimal held-out episode)`: the teacher-forced probability of the scripted solver's exact
+    episode, averaged over `learner.sft_check_episodes` noise-free demonstrations on train tasks the warm
+    start does not train on (dev stays held out). RL takes off on the demo once it is around 0.05
+    (README "The demo"). Bundled environment only."""
+    from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
+    from loop_agents.orchestration.warm_start_quality import episode_probabilities
+
+    options = bundled_config(cfg)
+    checks = heldout_clean_demonstrations(
+        int(cfg.learner.sft_check_episodes), training_task_ids, cfg.env.train_split, options.spare_moves
+    )
+    return lambda model: episode_probabilities(model, chat, checks)["p_optimal_dev_episode"]

@@ -29,9 +29,11 @@ def sft_full_weights(
     batch_size: int,
     seed: int,
     pad_id: int,
-    progress: Callable[[int, float], None] | None = None,
+    after_epoch: Callable[[int, float], bool] | None = None,
 ) -> list[float]:
     """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss.
+
+    `after_epoch(epoch, loss)` runs after every epoch (model in eval mode); returning True stops training.
 
     Constant learning rate: a cosine decay to 0 over 6 epochs left the 0.6 M demo model at P(optimal dev
     episode) 0.001 for 3 seeds, where 5 epochs at a constant rate had reached 0.05.
@@ -63,8 +65,12 @@ def sft_full_weights(
             optimizer.step()
             total, steps = total + loss.item(), steps + 1
         losses.append(total / steps)
-        if progress is not None:
-            progress(len(losses), losses[-1])
+        if after_epoch is not None:
+            model.eval()
+            stop = after_epoch(len(losses), losses[-1])
+            model.train()
+            if stop:
+                break
     model.eval()
     return losses
 
@@ -105,6 +111,9 @@ def build_warm_model(
     seed: int,
     batch_size: int = 32,
     provenance: dict | None = None,
+    readiness: Callable[[object], float] | None = None,
+    ready_at: float | None = None,
+    max_epochs: int | None = None,
 ) -> Path:
     """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
 
@@ -112,11 +121,16 @@ def build_warm_model(
     recorded in `warm_start.json`; a cached warm model built with other settings or another model shape
     raises CachedModelMismatch instead of being trained on silently.
     Deterministic for a given seed and torch thread count (the kernels' summation order depends on it).
+    `readiness(model)` (e.g. P(optimal held-out episode)) is measured after every epoch and recorded. With
+    `ready_at`, training goes on past `epochs` while readiness is below it, up to `max_epochs`: a warm start
+    that is already ready after `epochs` is exactly the fixed-epoch one.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
-    provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, **(provenance or {})}
+    max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
+    provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
+                  "max_epochs": max_epochs, **(provenance or {})}  # fmt: skip
     if (out_dir / "warm_start.json").exists():
         _check_reusable(out_dir, Path(base_dir), provenance)
         return out_dir
@@ -127,20 +141,37 @@ def build_warm_model(
     t0 = time.perf_counter()
     examples = [(list(t.token_ids), list(t.loss_mask)) for t in demonstrations]
 
-    def progress(epoch: int, loss: float) -> None:
-        print(
-            f"[warm start] epoch {epoch}/{epochs}: loss {loss:.3f} ({time.perf_counter() - t0:.0f} s)",
-            flush=True,
-        )
+    checks: list[dict] = []
 
-    losses = sft_full_weights(model, examples, epochs, lr, batch_size, seed, tokenizer.pad_token_id, progress)
+    def after_epoch(epoch: int, loss: float) -> bool:
+        line = f"[warm start] epoch {epoch}/{epochs}" + (
+            f" (up to {max_epochs})" if max_epochs > epochs else ""
+        )
+        line += f": loss {loss:.3f}"
+        ready = True
+        if readiness is not None:
+            value = readiness(model)
+            checks.append({"epoch": epoch, "loss": loss, "readiness": value})
+            ready = ready_at is None or value >= ready_at
+            target = f" (ready at >= {ready_at})" if ready_at is not None else ""
+            line += f", P(optimal held-out episode) {value:.3f}{target}"
+        print(f"{line} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        return epoch >= epochs and ready
+
+    losses = sft_full_weights(
+        model, examples, max_epochs, lr, batch_size, seed, tokenizer.pad_token_id, after_epoch
+    )
     temp = out_dir.parent / f".{out_dir.name}.tmp"
     model.save_pretrained(temp, safe_serialization=True)
     tokenizer.save_pretrained(temp)
     report = {
         "demonstrations": len(examples),
-        "epochs": epochs,
+        "epochs": epochs,  # at least; up to max_epochs while not ready (epochs_run says how many ran)
+        "max_epochs": max_epochs,
+        "epochs_run": len(losses),
         "epoch_losses": losses,
+        "epoch_checks": checks,  # readiness after each epoch (P(optimal held-out episode) for gem hunt)
+        "ready": None if ready_at is None else bool(checks and checks[-1]["readiness"] >= ready_at),
         "seconds": time.perf_counter() - t0,
         "torch_threads": torch.get_num_threads(),
         "provenance": provenance,

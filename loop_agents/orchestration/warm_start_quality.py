@@ -32,14 +32,21 @@ def _action_spans(mask: list[int]) -> list[list[int]]:
     return spans
 
 
-@torch.no_grad()
 def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:
     """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code symbol k)."""
     from loop_agents.envs.bundled.demonstrations import generate_demonstrations
+
+    return episode_probabilities(model, chat, generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"))
+
+
+@torch.no_grad()
+def episode_probabilities(model, chat: ChatFormat, demonstrations: list) -> dict[str, float]:
+    """Means over (task_id, messages) clean demonstrations of P(episode), P(opens), P(answer | opens) and
+    P(code symbol k), teacher-forced."""
     from loop_agents.orchestration.warm_start import demonstration_trajectory
 
     sums = {"p_optimal_dev_episode": 0.0, "p_opens": 0.0, "p_answer": 0.0, "p_code_1": 0.0, "p_code_2": 0.0}
-    for task_id, messages in generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"):
+    for task_id, messages in demonstrations:
         traj = demonstration_trajectory(chat, messages, task_id)
         ids = torch.tensor([traj.token_ids])
         logprobs = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)
@@ -56,7 +63,7 @@ def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict
         sums["p_answer"] += float(answer.exp())
         sums["p_code_1"] += float(chosen[code[0]].exp())
         sums["p_code_2"] += float(chosen[code[-1]].exp())
-    return {key: value / n_tasks for key, value in sums.items()}
+    return {key: value / len(demonstrations) for key, value in sums.items()}
 
 
 @torch.no_grad()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from transformers import AutoTokenizer
 
 from loop_agents.orchestration.full_sft import build_warm_model
@@ -29,6 +30,7 @@ def _demos(tokenizer, n: int = 8) -> list[Trajectory]:
     return out
 
 
+@pytest.mark.slow  # 12 epochs of SFT
 def test_warm_model_fits_the_demonstrations_and_is_reused(tiny_model_dir, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     demos = _demos(tokenizer)
@@ -52,6 +54,7 @@ def _weights_digest(model_dir) -> str:
     return hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
 
 
+@pytest.mark.slow  # five SFT runs
 def test_warm_start_is_deterministic_for_a_seed_and_thread_count(tiny_model_dir, tmp_path):
     """Same seed and torch thread count → bit-identical warm weights; another seed → other weights."""
     import torch
@@ -113,3 +116,69 @@ def test_a_warm_model_of_another_size_is_refused(tiny_model_dir, tmp_path):
     out = build_warm_model(tiny_model_dir, tmp_path / "warm", demos, epochs=1, lr=3e-3, seed=0, batch_size=4)
     with pytest.raises(CachedModelMismatch, match=r"has hidden_size=64 but this run's base model has 128"):
         build_warm_model(wider, out, demos, epochs=1, lr=3e-3, seed=0, batch_size=4)
+
+
+@pytest.mark.slow  # about 20 epochs of SFT (~40 s idle)
+def test_warm_start_stops_at_the_first_epoch_that_is_ready(tiny_model_dir, tmp_path):
+    """Readiness (here: mean teacher-forced P(action) of the demonstrations) is checked after every epoch;
+    past the minimum of 10 epochs, training stops at the first epoch reaching `ready_at` (at most 40 epochs);
+    every check is recorded."""
+    import torch
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    demos = _demos(tokenizer)
+
+    @torch.no_grad()
+    def p_actions(model) -> float:
+        total = 0.0
+        for t in demos:
+            ids = torch.tensor([t.token_ids])
+            logprobs = torch.log_softmax(model(input_ids=ids).logits[0, :-1], -1).gather(1, ids[0, 1:, None])[
+                :, 0
+            ]
+            total += float(logprobs[torch.tensor(t.loss_mask[1:])].sum().exp())
+        return total / len(demos)
+
+    # P(action) of these 8 demonstrations climbs slowly from ~0 (0.003 at epoch 18, 0.006 at 20, 0.015 at 40)
+    out = build_warm_model(
+        tiny_model_dir,
+        tmp_path / "warm",
+        demos,
+        10,
+        3e-3,
+        0,
+        batch_size=4,
+        readiness=p_actions,
+        ready_at=0.005,
+        max_epochs=40,
+    )
+    report = json.loads((out / "warm_start.json").read_text())
+    checks = [c["readiness"] for c in report["epoch_checks"]]
+    assert 10 < report["epochs_run"] < 40 and len(checks) == report["epochs_run"] == len(
+        report["epoch_losses"]
+    )
+    assert checks[-1] >= 0.005 and all(c < 0.005 for c in checks[:-1]), checks
+    assert report["ready"] is True and report["provenance"]["ready_at"] == 0.005
+    assert report["epochs"] == 10 and report["max_epochs"] == 40
+
+
+def test_heldout_check_demonstrations_are_clean_and_disjoint_from_the_training_ones():
+    from loop_agents.envs.bundled.demonstrations import generate_demonstrations, heldout_clean_demonstrations
+    from loop_agents.envs.bundled.game import GemHuntGame
+    from loop_agents.envs.bundled.tasks import generate_task, parse_task_id
+
+    training = {task_id for task_id, _ in generate_demonstrations(9_900, 0.3)}
+    checks = heldout_clean_demonstrations(100, training)
+    assert len({t for t, _ in checks}) == 100 and not {t for t, _ in checks} & training
+    for task_id, messages in checks:  # the solver's exact episode: every action optimal, solved
+        game = GemHuntGame(generate_task(parse_task_id(task_id)))
+        for message in messages[2::2]:
+            assert message["content"] == game.optimal_action()
+            game.step(message["content"])
+        assert game.solved
+    try:
+        heldout_clean_demonstrations(101, training)
+    except ValueError as err:
+        assert "only 100 train tasks are unused" in str(err)
+    else:
+        raise AssertionError("asking for more held-out tasks than exist must fail")

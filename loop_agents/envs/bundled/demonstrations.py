@@ -56,3 +56,18 @@ def generate_demonstrations(
     rng = random.Random(f"gemhunt-demos:{seed}")
     chosen = rng.sample(indices, count)
     return [(f"gemhunt_{i}", demonstration(i, noise, rng, spare_moves)) for i in chosen]
+
+
+def heldout_clean_demonstrations(
+    count: int, exclude: set[str], split: str = "train", spare_moves: int = 1, seed: int = 0
+) -> list[tuple[str, list[dict[str, str]]]]:
+    """`count` noise-free demonstrations on tasks of `split` not in `exclude` (the training demonstrations'
+    task ids): the held-out set a warm start is checked on without touching dev."""
+    free = [i for i in SPLITS[split] if f"gemhunt_{i}" not in exclude]
+    if count > len(free):
+        raise ValueError(
+            f"asked for {count} held-out demonstrations but only {len(free)} {split} tasks are unused"
+        )
+    rng = random.Random(f"gemhunt-heldout:{seed}")
+    chosen = rng.sample(free, count)
+    return [(f"gemhunt_{i}", demonstration(i, 0.0, rng, spare_moves)) for i in chosen]
