@@ -142,12 +142,11 @@ class LearnerConfig:
     sft_epochs: int = 0  # warm-start SFT epochs on demonstrations before RL (0 = none)
     sft_lr: float = 1e-3  # warm-start learning rate
     sft_target: str = "lora"  # lora: SFT the adapter, RL continues on it | full: SFT all weights into run_dir/warm_model (tiny models), RL trains a fresh LoRA on it
-    sft_until_p_optimal: float | None = (
-        None  # full warm start: stop after the first epoch whose P(optimal held-out episode) reaches this (sft_epochs is then the maximum); null = always sft_epochs
-    )
-    sft_check_episodes: int = (
-        100  # clean held-out train-split demonstrations that P(optimal held-out episode) averages over
-    )
+    # full warm start: after sft_epochs, SFT goes on while P(optimal held-out episode) is below this, up to
+    # sft_max_epochs (null = exactly sft_epochs)
+    sft_until_p_optimal: float | None = None
+    sft_max_epochs: int = 0  # the most epochs sft_until_p_optimal may go to (0 or < sft_epochs = sft_epochs)
+    sft_check_episodes: int = 100  # held-out clean demonstrations that P(optimal held-out episode) averages
 
 
 @dataclass
