@@ -37,7 +37,12 @@ def test_the_presets_that_used_to_disagree_by_hand():
     assert (reinforce_pp.aggregation, reinforce_pp.kl_coef, reinforce_pp.clip_low) == ("grpo", 0.001, 0.8)
     ppo_gae = preset("ppo_gae")
     # The LOOP paper's critic baseline: γ = λ = 1 (λ 0.95 diverged there).
-    assert (ppo_gae.advantage_estimator, ppo_gae.gamma, ppo_gae.lam, ppo_gae.clip_high) == ("gae", 1.0, 1.0, 1.2)
+    assert (ppo_gae.advantage_estimator, ppo_gae.gamma, ppo_gae.lam, ppo_gae.clip_high) == (
+        "gae",
+        1.0,
+        1.0,
+        1.2,
+    )
 
 
 def test_loop_variants_differ_from_loop_only_where_named():
