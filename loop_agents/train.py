@@ -50,8 +50,16 @@ def main(argv: list[str] | None = None) -> None:
 
         print(json.dumps(plan(cfg), indent=2))
         return
+    from loop_agents.config.validate import ConfigError
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
+    from loop_agents.orchestration.environments import check_environment
+
+    try:
+        check_environment(cfg)  # e.g. a missing AppWorld data root: one line before anything starts
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
     try:
         run(cfg)
