@@ -61,6 +61,10 @@ class EnvServerProcess:
             f"{self.env_name} env server on port {self.port} not ready after {self.startup_timeout_s} s"
         )
 
+    def alive(self) -> bool:
+        """True while the server process started by `start()` has not exited."""
+        return self.process is not None and self.process.poll() is None
+
     def log_tail(self, chars: int = 3000) -> str:
         self._log.seek(0)
         return self._log.read().decode(errors="replace")[-chars:]
