@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> None:
         try:
             check_world_size(cfg)  # e.g. accelerate's num_processes against gpu_allocation.learner_gpus
         except ConfigError as err:
-            print(f"config error: {err}", file=sys.stderr, flush=True)
+            if launched_rank() == 0:  # every rank stops; one line is enough
+                print(f"config error: {err}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
     if cfg.run.dry_run:
         import json

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from loop_agents.envs.agentgym import EnvServerProcess
 from loop_agents.redaction import REDACTED, child_environment, is_secret_env_name, redact, redact_text
 
@@ -69,6 +71,7 @@ def test_redact_covers_secret_keys_env_values_and_url_passwords() -> None:
     assert not is_secret_env_name("TOKENIZERS_PARALLELISM") and not is_secret_env_name("PATH")
 
 
+@pytest.mark.slow  # a gem hunt env server
 def test_child_servers_do_not_inherit_secret_variables(monkeypatch) -> None:
     """A real env server process: its /proc/<pid>/environ has our variables but none of the secrets."""
     key, token = _secret(), _secret()
