@@ -111,3 +111,16 @@ def test_accelerate_with_the_wrong_number_of_processes_stops_with_one_line():
         "GPUs [0]; launch 1 processes (conf/accelerate/fsdp2_1gpu.yaml) or pick another gpu_allocation preset"
     ]
     assert done.stderr.splitlines()[0] == ours[0]  # before the launcher's own report
+
+
+@pytest.mark.slow  # builds the tiny model and runs SFT (~1 minute on 2 busy cores)
+def test_sft_warm_start_script(tmp_path):
+    """`python scripts/sft_warm_start.py experiment=demo run.dir=DIR --eval-tasks N` (README, Scripts), shortened:
+    16 demonstrations, 1 epoch, 2 sampled dev episodes; the warm model it writes is what a run in DIR reuses."""
+    done = _run([sys.executable, "scripts/sft_warm_start.py", "experiment=demo", f"run.dir={tmp_path}",
+                 "env.options.demo_count=16", "learner.sft_epochs=1", "--eval-tasks", "2", "--p-optimal", "2"])  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout[done.stdout.index("{") :])
+    assert report["warm_model"] == str(tmp_path / "warm_model") and report["dev"]["tasks"] == 2
+    assert 0.0 <= report["p_optimal_dev_episode"] <= 1.0 and 0.0 <= report["dev"]["success"] <= 1.0
+    assert (tmp_path / "warm_model" / "config.json").is_file()
