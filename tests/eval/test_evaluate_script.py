@@ -242,7 +242,11 @@ def test_checkpoint_resolution(run_dir, tmp_path):
             ["checkpoint={run}", "env=appworld", "+env.options.root=/no/root"],
             "no AppWorld data under /no/root",
         ),
-        (["checkpoint={run}", "appworld_experiment=a/b", "env=appworld"], "appworld_experiment='a/b'"),
+        pytest.param(
+            ["checkpoint={run}", "appworld_experiment=a/b", "env=appworld"],
+            "appworld_experiment='a/b'",
+            marks=pytest.mark.slow,  # builds an AppWorld data root in the AppWorld venv
+        ),
         (["checkpoint={run}", "stray"], "unexpected argument 'stray'"),
     ],
 )

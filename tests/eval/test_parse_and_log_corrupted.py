@@ -66,6 +66,7 @@ def data_root(tmp_path_factory) -> Path:
         ("experiments/outputs/{experiment}/tasks/{task}/dbs/admin.jsonl", "delete the task's outputs"),
     ],
 )
+@pytest.mark.slow  # builds an AppWorld data root in the AppWorld venv
 def test_corrupted_task_file_names_the_task_and_the_file(data_root, relative, remedy, tmp_path, capsys):
     from loop_agents.envs.appworld.splits import split_task_ids
 
