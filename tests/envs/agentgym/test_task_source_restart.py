@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 
 import pytest
 
@@ -52,6 +53,9 @@ def test_killed_env_server_is_restarted_by_the_next_episode(capfd):
             assert rewards == [1.0, 1.0, 1.0]
 
         asyncio.run(run())
+        time.sleep(
+            2
+        )  # the restarted server must outlive the event loop's worker threads (parent-death signal)
         assert source.restarts == 1
         assert source.server.alive() and source.server.process.pid != first_pid and source.url == url
         assert f"gemhunt env server {url} died (exit code -9); starting it again" in capfd.readouterr().err
