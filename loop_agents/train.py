@@ -1,8 +1,10 @@
 """Train an LLM agent with LOOP (or GRPO, RLOO, REINFORCE++, PPO-GAE, GSPO) in a multi-turn environment.
 
 Launch (any key is a Hydra override; `--cfg job` prints the composed config and exits):
-    accelerate launch [--config_file conf/accelerate/<preset>.yaml] loop_agents/train.py \
+    accelerate launch --config_file conf/accelerate/fsdp2_4gpu.yaml loop_agents/train.py \
         llm=qwen2_5_32b gpu_allocation=four_learn_four_infer env=appworld algorithm=loop
+    (conf/accelerate/: cpu.yaml, fsdp2_1gpu.yaml, fsdp2_4gpu.yaml, fsdp2_8gpu.yaml; num_processes must equal
+    len(gpu_allocation.learner_gpus))
     accelerate launch --cpu --num_processes 1 loop_agents/train.py experiment=demo
     torchrun --nproc-per-node 2 loop_agents/train.py experiment=demo      # 2 gloo ranks on CPU
     python -m loop_agents.train experiment=demo
@@ -43,16 +45,36 @@ def main(argv: list[str] | None = None) -> None:
 
         print(redacted_yaml(cfg))
         return
+    import os
+
+    from loop_agents.config.launch import check_world_size, launched_rank
+    from loop_agents.config.validate import ConfigError
+
+    if not cfg.run.dry_run or "WORLD_SIZE" in os.environ:  # a plain dry run shows any preset's plan
+        try:
+            check_world_size(cfg)  # e.g. accelerate's num_processes against gpu_allocation.learner_gpus
+        except ConfigError as err:
+            if launched_rank() == 0:  # every rank stops; one line is enough
+                print(f"config error: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
     if cfg.run.dry_run:
         import json
 
         from loop_agents.orchestration.placement import plan
 
-        print(json.dumps(plan(cfg), indent=2))
+        if launched_rank() == 0:  # under a launcher every rank builds the plan; rank 0 prints it
+            print(json.dumps(plan(cfg), indent=2))
         return
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
+    from loop_agents.orchestration.environments import check_environment
     from loop_agents.orchestration.full_sft import CachedModelMismatch
+
+    try:
+        check_environment(cfg)  # e.g. a missing AppWorld data root: one line before anything starts
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
     try:
         run(cfg)

@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # Run the test suite exactly as CI does: install (idempotent), lint, lock check, pytest.
 #   bash scripts/test.sh [pytest args...]
+#   bash scripts/test.sh --fast [pytest args...]   # quick feedback: lint, then the tests not marked slow (no vLLM,
+#                                                  # AppWorld, env server, Ray or multi-rank launch); installs only
+#                                                  # if ./.venv is missing. CI runs the full suite (no --fast).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == --fast ]]; then
+  shift
+  [[ -x .venv/bin/python ]] || bash scripts/install.sh cpu
+  .venv/bin/ruff check .
+  .venv/bin/ruff format --check .
+  export WANDB_MODE=offline RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+  exec .venv/bin/python -m pytest -m "not slow" --durations=15 "$@"
+fi
 bash scripts/install.sh cpu
 # System packages some tests need: Java for ScienceWorld (the AgentGym sciworld tests fail without it) and
 # Debian's chromium for the headless-browser view tests (skipped without it). CI installs what is missing.

@@ -34,6 +34,14 @@ def filter_by_advantage(
     missing = [t.task_id for t in trajectories if t.advantage is None]
     if missing:
         raise ValueError(f"filter_by_advantage: no advantage computed for tasks {missing[:5]}")
+    # A NaN compares false both ways, so the sort and the threshold would keep or drop it by position.
+    non_finite = [(t.task_id, t.advantage) for t in trajectories if not math.isfinite(t.advantage)]
+    if non_finite:
+        task_id, value = non_finite[0]
+        raise ValueError(
+            f"filter_by_advantage: non-finite advantage {value} for task {task_id!r} "
+            f"({len(non_finite)} rollout(s)); check its rewards and the estimator's std"
+        )
     n = len(trajectories)
     if n < multiple_of:
         raise ValueError(f"{n} trajectories cannot be split into multiples of {multiple_of}")

@@ -24,7 +24,7 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = hydra_compose(config_name=config_name, overrides=list(overrides or []))
+            cfg = hydra_compose(config_name=config_name, overrides=[_env_option(o) for o in overrides or []])
     except Exception as exc:  # Hydra/OmegaConf raise many types; all become one readable line
         raise ConfigError(explain(exc)) from exc
     try:
@@ -36,6 +36,12 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
         raise ConfigError(explain(exc)) from exc
     validate(cfg)
     return cfg
+
+
+def _env_option(override: str) -> str:
+    """`env.options.<key>=v` sets or adds the key (`++`): presets list only some options, and the typed check
+    (config/env_options.py) names a key that is not a setting of the environment."""
+    return "++" + override if override.startswith("env.options.") else override
 
 
 def _check_missing(cfg: DictConfig, prefix: str = "") -> None:

@@ -109,6 +109,7 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value} is out of range; it must be <= {high}")
     _validate_turn_schedule(cfg)
     _validate_gpu_allocation(cfg)
+    _validate_env_options(cfg)
     _validate_tiny_model(cfg)
     if cfg.learner.max_seq_len > cfg.llm.max_model_len:
         raise ConfigError(
@@ -120,6 +121,12 @@ def validate(cfg: DictConfig) -> None:
             "rollout.async_one_step_off=true needs algorithm.recompute_old_logprobs=false: the ratio must be taken "
             "against the sampling policy's logprobs"
         )
+
+
+def _validate_env_options(cfg: DictConfig) -> None:
+    from loop_agents.config.env_options import env_settings
+
+    env_settings(cfg)  # raises ConfigError naming env.options.<key>
 
 
 def _validate_tiny_model(cfg: DictConfig) -> None:

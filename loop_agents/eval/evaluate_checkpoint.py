@@ -255,10 +255,18 @@ def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], run
     }
     if not trajectories:
         return result
-    metrics = rollout_metrics(trajectories, prefix="eval")
-    metrics.update(evaluation_metrics(trajectories, scenario_of, prep.difficulties))
-    metrics.update(behaviour_metrics(trajectories))
-    result["metrics"] = metrics
+
+    def metrics_of(episodes: list[Trajectory]) -> dict[str, float]:
+        metrics = rollout_metrics(episodes, prefix="eval")
+        metrics.update(evaluation_metrics(episodes, scenario_of, prep.difficulties))
+        metrics.update(behaviour_metrics(episodes))
+        return metrics
+
+    # Means only over complete runs: a mean over the tasks that happened to finish is not the split's score.
+    complete_episodes = [t for r in complete for t in per_run[r]]
+    result["metrics"] = metrics_of(complete_episodes) if complete_episodes else {}
+    if len(complete) < runs:
+        result["partial_metrics"] = metrics_of(trajectories)  # every saved episode, incomplete runs included
     if complete:
         result["goal_completion"] = summarize_runs(
             [
@@ -351,9 +359,17 @@ def main(argv: list[str] | None = None) -> None:
         # bad arguments, config, checkpoint, split, env options or missing AppWorld data: one line
         exit_with(PROG, str(exc))
     try:
-        evaluate(request, prep)
+        report = evaluate(request, prep)
     except UsageError as exc:  # server_url problems
         exit_with(PROG, str(exc))
+    lost = sum(len(tasks) for tasks in report["missing"].values())
+    if lost:  # the evaluation is incomplete: not a result to use as is
+        print(
+            f"{PROG}: error: {lost} of {report['num_tasks'] * report['runs']} (task, run) pairs have no episode "
+            f"(runs {sorted(report['missing'])}; lost after retries); rerun the same command to play them",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

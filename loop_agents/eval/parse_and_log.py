@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from loop_agents.eval.cli_args import UsageError, exit_with, parse_args
-from loop_agents.rollout.trajectory import Trajectory, load_trajectories
+from loop_agents.rollout.trajectory import Trajectory
 
 PROG = "parse_and_log"
 KEYS = {
@@ -102,6 +102,22 @@ def _remove_linked_root(temp: Path) -> None:
         if link.is_symlink():
             link.unlink()
     shutil.rmtree(temp, ignore_errors=True)
+
+
+def load_trajectories(path: Path) -> list[Trajectory]:
+    """A trajectories .jsonl; a line that is not a whole Trajectory (e.g. truncated) is a UsageError naming it."""
+    trajectories = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            trajectories.append(Trajectory.from_dict(json.loads(line)))
+        except (json.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise UsageError(
+                f"{path}:{number}: not a trajectory ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
+                "a truncated line is what a killed writer leaves: delete it or rerun the evaluation"
+            ) from None
+    return trajectories
 
 
 def _trajectory_runs(trajectories: list[Trajectory], label: str) -> list[RunSource]:
@@ -181,7 +197,12 @@ def resolve_inputs(
 def _evaluate_out_dir(
     out: Path, split: str | None, model: str | None, appworld_root: str | None, scenarios: str
 ) -> Inputs:
-    manifest = json.loads((out / MANIFEST).read_text())
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"{out / MANIFEST} cannot be read ({exc}); rerun scripts/evaluate.py into {out}"
+        ) from None
     split = split or manifest.get("split")
     model = model or manifest.get("checkpoint") or "unknown"
     appworld = manifest.get("appworld")
@@ -234,13 +255,17 @@ def score(inputs: Inputs, appworld_python: str | None = None) -> list[RunScore]:
     if inputs.kind == "appworld":
         from loop_agents.envs.appworld.config import AppWorldConfig
         from loop_agents.envs.appworld.official_eval import run_official_evaluation
+        from loop_agents.envs.appworld.splits import split_task_ids
+        from loop_agents.eval.appworld_files import check_task_files
 
         config = AppWorldConfig(root=str(inputs.appworld_root), python=appworld_python or "")
         for source in inputs.runs:
             began = time.monotonic()
             try:
+                task_ids = split_task_ids(config.root_path, inputs.split)
+                check_task_files(config.root_path, task_ids, source.appworld_experiment)
                 result = run_official_evaluation(source.appworld_experiment, inputs.split, config)
-            except (FileNotFoundError, ValueError) as exc:  # missing outputs, unknown split
+            except (FileNotFoundError, ValueError) as exc:  # missing outputs, unknown split, corrupted file
                 raise UsageError(str(exc)) from None
             gc = goal_completion_by_difficulty(task_results_from_official(result.per_task))
             extra = {

@@ -54,6 +54,13 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(
             f"run {run}: {len(missing)} tasks have no episode (lost or not played); rerun to play them"
         )
+    if report["missing"]:
+        complete = report["complete_runs"]
+        lines.append(
+            f"INCOMPLETE: the means below cover only the complete runs {complete}"
+            if complete
+            else "INCOMPLETE: no run is complete, so no mean is reported (metrics.json keeps `partial_metrics`)"
+        )
     if report["goal_completion"]:
         lines += [
             "goal completion (from the episodes' rewards):",

@@ -4,12 +4,14 @@ environments, metrics). Each package keeps its own typed config; this module is 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from loop_agents.algorithms import AlgorithmConfig, compute_advantages, filter_by_advantage
+from loop_agents.algorithms.registry import from_schema
 from loop_agents.learner import Learner, LearnerConfig
 from loop_agents.learner.checkpoint import checkpoint_name, latest_complete_checkpoint, prune_checkpoints
 from loop_agents.orchestration.placement import plan
@@ -17,8 +19,6 @@ from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
 
 __all__ = ["plan", "prune_checkpoints"]
-
-LOSS_NAMES = {"ppo": ("ppo_clip", True), "gspo": ("gspo", True), "reinforce": ("ppo_clip", False)}
 
 
 def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
@@ -59,28 +59,8 @@ def check_tiny_model_size(model_dir: Path, size: dict) -> None:
 
 
 def algorithm_config(cfg: DictConfig) -> AlgorithmConfig:
-    """Map `algorithm.*` onto the algorithms package's config."""
-    a = cfg.algorithm
-    loss, clip_enabled = LOSS_NAMES[a.loss]
-    return AlgorithmConfig(
-        advantage_estimator=a.advantage,
-        normalize_std=a.std_normalize,
-        gamma=a.gamma,
-        lam=a.lam,
-        abs_adv_threshold=a.abs_adv_threshold,
-        pos_adv_only=a.pos_adv_only,
-        loss=loss,
-        ratio_level=a.ratio_level,
-        clip_enabled=clip_enabled,
-        clip_low=a.clip_low,
-        clip_high=a.clip_high,
-        aggregation=a.aggregation,
-        loss_divisor=a.minibatch_size,
-        kl_coef=a.kl_coef,
-        entropy_coef=a.entropy_coef,
-        high_kl_threshold=a.high_kl_threshold,
-        value_loss_coef=a.value_coef,
-    )
+    """Map `algorithm.*` onto the algorithms package's config (the presets use the same mapping)."""
+    return replace(from_schema(cfg.algorithm), loss_divisor=cfg.algorithm.minibatch_size)
 
 
 def learner_config(cfg: DictConfig, model_path: str) -> LearnerConfig:

@@ -12,10 +12,9 @@ an unknown option fails with the family's name and the allowed keys.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from loop_agents.rollout.agent import Agent
 from loop_agents.rollout.chat import ChatFormat
@@ -26,51 +25,38 @@ ENV_FAMILIES = ("bundled", "appworld", *AGENTGYM_GAMES, "agentgym_http")
 
 
 def _options(cfg: DictConfig) -> dict[str, Any]:
-    options = cfg.env.options
-    return dict(OmegaConf.to_container(options, resolve=True)) if options is not None else {}
+    from loop_agents.config.env_options import raw_options
 
-
-def _typed(config_cls: type, options: dict[str, Any], family: str) -> Any:
-    allowed = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ValueError(
-            f"env.options.{unknown[0]}: not a setting of env {family!r}; allowed: {sorted(allowed)}"
-        )
-    return config_cls(**options)
+    return raw_options(cfg.env)
 
 
 def bundled_config(cfg: DictConfig):
-    from loop_agents.envs.bundled.config import BundledEnvConfig
+    from loop_agents.config.env_options import env_settings
 
-    return _typed(BundledEnvConfig, _options(cfg), "bundled")
+    return env_settings(cfg)
 
 
 def make_task_source(cfg: DictConfig) -> Any:
-    """The TaskSource of `env.name`. AppWorld's must be `await start_task_source(...)`ed before use."""
-    name, options = cfg.env.name, _options(cfg)
+    """The TaskSource of `env.name`. AppWorld's must be `await start_task_source(...)`ed before use.
+
+    The settings are typed and checked by `config/env_options.py` (the same check start-up runs)."""
+    from loop_agents.config.env_options import env_settings
+
+    name = cfg.env.name
     if name == "bundled":
         from loop_agents.envs.bundled.env import BundledTaskSource
 
-        return BundledTaskSource(bundled_config(cfg))
+        return BundledTaskSource(env_settings(cfg))
     if name == "appworld":
-        from loop_agents.envs.appworld.config import AppWorldConfig
         from loop_agents.envs.appworld.task_source import AppWorldTaskSource
 
-        options.setdefault("pool_size", int(cfg.env.concurrency))
-        options.setdefault("reward", cfg.env.reward)
-        config = _typed(AppWorldConfig, options, "appworld")
+        config = env_settings(cfg)
         config.check_installed()
         return AppWorldTaskSource(config)
     if name in AGENTGYM_GAMES or name == "agentgym_http":
-        from loop_agents.envs.agentgym.config import AgentGymEnvConfig
         from loop_agents.envs.agentgym.configured_source import ConfiguredAgentGymTaskSource
 
-        if name in AGENTGYM_GAMES:
-            options.setdefault("env", name)
-        elif "url" not in options:
-            raise ValueError("env.options.url: agentgym_http needs the URL of a running AgentGym env server")
-        return ConfiguredAgentGymTaskSource(_typed(AgentGymEnvConfig, options, name))
+        return ConfiguredAgentGymTaskSource(env_settings(cfg))
     raise ValueError(f"env.name={name!r} is not an environment; choose one of {list(ENV_FAMILIES)}")
 
 
@@ -91,13 +77,41 @@ def prepare_environment(cfg: DictConfig) -> None:
     if (config.root_path / "data" / "tasks").is_dir():
         return
     if config.root or os.environ.get("APPWORLD_ROOT") or config.root_path != DEFAULT_ROOT.resolve():
-        config.check_installed()  # the user's root: report, do not write
+        check_environment(cfg)  # the user's root: report, do not write
     print(
         f"[driver] building the offline AppWorld data into {config.root_path} (about a minute, once)",
         flush=True,
     )
     builder = REPO_ROOT / "scripts" / "build_appworld_data.py"
     subprocess.run([sys.executable, str(builder), "--root", str(config.root_path)], check=True)
+
+
+def check_environment(cfg: DictConfig) -> None:
+    """Start-up check of what the environment needs on disk; raises ConfigError (one line, naming the key).
+
+    AppWorld: its venv, and the data under a root the user chose (`env.options.root` or $APPWORLD_ROOT). The
+    default root may be empty: `prepare_environment` builds the offline data there.
+    """
+    if cfg.env.name != "appworld":
+        return
+    import os
+
+    from loop_agents.config.validate import ConfigError
+    from loop_agents.envs.appworld.config import DEFAULT_ROOT, AppWorldConfig
+
+    config = AppWorldConfig(**{k: v for k, v in _options(cfg).items() if k in ("root", "python")})
+    if not config.python_path.exists():
+        raise ConfigError(
+            f"env.options.python: AppWorld venv python {config.python_path} not found; run "
+            "scripts/install_appworld.sh (or set env.options.python / $APPWORLD_PYTHON)"
+        )
+    chosen = config.root or os.environ.get("APPWORLD_ROOT") or config.root_path != DEFAULT_ROOT.resolve()
+    if chosen and not (config.root_path / "data" / "tasks").is_dir():
+        source = "env.options.root" if config.root else "$APPWORLD_ROOT"
+        raise ConfigError(
+            f"{source}: no AppWorld data under {config.root_path / 'data' / 'tasks'}; point it at a root that "
+            f"holds data/ (the official data, or `python scripts/build_appworld_data.py --root {config.root_path}`)"
+        )
 
 
 async def start_task_source(source: Any) -> None:

@@ -77,6 +77,16 @@ def test_filter_rejects_missing_advantages():
         filter_by_advantage([make_trajectory("task0", 1.0, [1])])
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_filter_rejects_non_finite_advantages_naming_the_task(bad):
+    """A NaN compares false both ways: sorted by -|A|, [.005, nan, .5] kept only .005 before this check."""
+    trajs = _with_advantages([0.005, bad, 0.5])
+    with pytest.raises(ValueError, match=r"non-finite advantage .* for task 'task1'"):
+        filter_by_advantage(trajs, threshold=0.01)
+    with pytest.raises(ValueError, match="task1"):
+        filter_by_advantage(trajs, threshold=0.01, pos_adv_only=True)
+
+
 def test_presets_validate():
     for name in [
         "loop",

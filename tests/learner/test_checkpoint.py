@@ -41,6 +41,7 @@ def _train(learner: Learner, start: int, stop: int) -> list[dict]:
     return metrics
 
 
+@pytest.mark.slow  # a second process
 def test_resume_is_exact_in_a_new_process(tiny_model_dir, tmp_path):
     """4 iterations straight == 2 iterations, save, resume in a NEW process, 2 iterations."""
     ckpt = tmp_path / "run" / "checkpoint-2"

@@ -67,6 +67,7 @@ def _unwritable(directory: Path):
             directory.chmod(mode)
 
 
+@pytest.mark.slow  # worker processes
 def test_full_disk_at_checkpoint_time(tiny_model_dir, tmp_path):
     """A real failed write (RLIMIT_FSIZE: EFBIG from the kernel, as ENOSPC on a full disk) in a subprocess."""
     run_dir, out = tmp_path / "run", tmp_path / "result.json"
@@ -91,6 +92,7 @@ def test_full_disk_at_checkpoint_time(tiny_model_dir, tmp_path):
     assert result["extra"] == {"iteration": 1} and result["same"]
 
 
+@pytest.mark.slow  # worker processes
 def test_full_disk_on_one_of_two_ranks_fails_every_rank_without_a_hang(tiny_model_dir, tmp_path):
     """Rank 0 cannot write (RLIMIT_FSIZE), rank 1 can: both raise at the same step instead of rank 1 waiting
     forever in a barrier for rank 0 (2 gloo ranks under torchrun; a hang fails the subprocess timeout)."""
@@ -125,6 +127,7 @@ def _checkpoint_loop(model_dir: str, run_dir: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow  # worker processes
 def test_sigkill_in_the_middle_of_a_checkpoint_write_resumes_from_the_last_complete_one(
     tiny_model_dir, tmp_path
 ):

@@ -75,6 +75,7 @@ def run_torchrun(args: list[str], nproc: int = 2, timeout: int = 240, dtype: str
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
+@pytest.mark.slow  # two gloo ranks
 def test_learner_matches_reference_two_processes_fsdp2_gloo(tiny_model_dir, reference_result, tmp_path):
     out = tmp_path / "out.pt"
     run_torchrun(["oracle", tiny_model_dir, str(out)])
@@ -82,6 +83,7 @@ def test_learner_matches_reference_two_processes_fsdp2_gloo(tiny_model_dir, refe
     _compare(result["state"], result["steps"], reference_result)
 
 
+@pytest.mark.slow  # two gloo ranks
 def test_bf16_fsdp2_on_one_and_two_ranks_tracks_the_fp32_reference(
     tiny_model_dir, reference_result, tmp_path
 ):

@@ -8,6 +8,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from loop_agents.config.load import compose
+from loop_agents.config.validate import ConfigError
 from loop_agents.orchestration.environments import (
     demonstrations,
     make_agent,
@@ -37,17 +38,27 @@ def test_appworld_gets_the_react_agent_and_scenario_ids() -> None:
 
 
 def test_unknown_option_names_the_key_and_the_allowed_ones() -> None:
-    cfg = compose(["env=bundled", "+env.options.spare_move=2"])
+    """Checked at start-up (composition), before any worker builds the task source."""
     with pytest.raises(
-        ValueError, match=r"env\.options\.spare_move: not a setting of env 'bundled'.*spare_moves"
+        ConfigError, match=r"env\.options\.spare_move: not a setting of env 'bundled'.*spare_moves"
     ):
-        make_task_source(cfg)
+        compose(["env=bundled", "+env.options.spare_move=2"])
 
 
 def test_agentgym_http_needs_a_url() -> None:
-    cfg = compose(["env=agentgym_http", "~env.options.url"])
-    with pytest.raises(ValueError, match="env.options.url"):
-        make_task_source(cfg)
+    with pytest.raises(ConfigError, match="env.options.url"):
+        compose(["env=agentgym_http", "~env.options.url"])
+
+
+def test_options_reach_the_task_source_typed() -> None:
+    """`env.options.<key>=v` needs no `+`; values arrive converted to the settings' types."""
+    from loop_agents.config.env_options import env_settings
+
+    settings = env_settings(compose(["env=appworld", "env.options.root=/data/appworld", "env.concurrency=3"]))
+    assert (settings.root, settings.pool_size, settings.reward) == ("/data/appworld", 3, "partial")
+    babyai = env_settings(compose(["env=babyai", "env.options.retries=5", "env.options.request_timeout_s=7"]))
+    assert (babyai.env, babyai.retries, babyai.request_timeout_s) == ("babyai", 5, 7.0)
+    assert isinstance(babyai.request_timeout_s, float)
 
 
 def test_demonstrations_are_token_exact_with_actions_trainable(tiny_model_dir) -> None:

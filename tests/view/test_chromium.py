@@ -17,9 +17,12 @@ from tests.view.dom import parse
 from tests.view.run_factory import TASKS, XSS_TEXT, K
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless browser test needs Debian's chromium (apt-get install -y chromium)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="headless browser test needs Debian's chromium (apt-get install -y chromium)"
+    ),
+]  # a headless chromium
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
     "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0", "--hide-scrollbars", "--window-size=1400,1000",

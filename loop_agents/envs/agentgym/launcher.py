@@ -39,10 +39,20 @@ class EnvServerProcess:
 
     def start(self) -> str:
         """Launch and block until GET /health answers; returns the base URL."""
+        self.spawn()
+        return self.wait_ready()
+
+    def spawn(self) -> None:
+        """Launch the process without waiting. Its parent-death signal is tied to the calling *thread* (Linux
+        PR_SET_PDEATHSIG), so call this from a thread that lives as long as the server is needed."""
         cmd = [sys.executable, "-m", "loop_agents.envs.agentgym.server", "--env", self.env_name,
                "--host", "127.0.0.1", "--port", str(self.port)]  # fmt: skip
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
                                         preexec_fn=die_with_parent, env=child_environment({"PYTHONUNBUFFERED": "1"}))  # fmt: skip
+
+    def wait_ready(self) -> str:
+        """Block until the spawned server answers GET /health; returns the base URL (any thread may wait)."""
+        assert self.process is not None, "spawn() first"
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -60,6 +70,10 @@ class EnvServerProcess:
         raise TimeoutError(
             f"{self.env_name} env server on port {self.port} not ready after {self.startup_timeout_s} s"
         )
+
+    def alive(self) -> bool:
+        """True while the server process started by `start()` has not exited."""
+        return self.process is not None and self.process.poll() is None
 
     def log_tail(self, chars: int = 3000) -> str:
         self._log.seek(0)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textcraft_solver import plan
 
 from loop_agents.envs.agentgym import AgentGymEnvClient
+
+pytestmark = pytest.mark.slow  # BabyAI, TextCraft and ScienceWorld env servers
 
 
 async def _play(env: AgentGymEnvClient, actions: list[str]):

@@ -24,6 +24,7 @@ from loop_agents.envs.bundled import GemHuntGame, generate_task
 from loop_agents.envs.protocol import EnvironmentFailure
 
 
+@pytest.mark.slow  # a gem hunt env server
 def test_raw_protocol(gemhunt_server):
     url = gemhunt_server.url
     env_id = httpx.post(f"{url}/create").json()["id"]
@@ -45,6 +46,7 @@ def test_raw_protocol(gemhunt_server):
     assert bad.status_code == 400 and "outside every split" in bad.json()["error"]
 
 
+@pytest.mark.slow  # a gem hunt env server
 def test_client_plays_optimal_and_bad_episodes(gemhunt_server):
     async def run() -> None:
         env = AgentGymEnvClient(gemhunt_server.url, "gemhunt", request_timeout_s=10)
@@ -74,6 +76,7 @@ def test_client_plays_optimal_and_bad_episodes(gemhunt_server):
     asyncio.run(run())
 
 
+@pytest.mark.slow  # a gem hunt env server
 def test_server_killed_mid_episode_then_env_recreated():
     server = EnvServerProcess("gemhunt", port=free_port())
     server.start()
@@ -116,6 +119,7 @@ def test_unreachable_server_and_unknown_env_are_named():
         AgentGymEnvConfig(url="127.0.0.1:36001")
 
 
+@pytest.mark.slow  # a gem hunt env server
 def test_task_source_lists_splits_from_the_server(gemhunt_server):
     source = AgentGymTaskSource(AgentGymEnvConfig(env="gemhunt", url=gemhunt_server.url))
     assert len(source.task_ids("dev")) == 500 and source.task_ids("test")[0] == "gemhunt_10500"

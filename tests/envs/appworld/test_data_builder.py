@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON, REPO_ROOT
 from loop_agents.envs.appworld.splits import available_splits, split_task_ids, task_difficulty
 from tests.envs.appworld.conftest import build_root
+
+pytestmark = pytest.mark.slow  # builds AppWorld data and runs its engine in the AppWorld venv
 
 
 def test_layout_splits_and_tests(appworld_root):

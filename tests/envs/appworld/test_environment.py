@@ -15,6 +15,8 @@ from loop_agents.envs.appworld.official_eval import run_official_evaluation
 from loop_agents.envs.protocol import EnvironmentFailure
 from tests.envs.appworld.conftest import TIMINGS
 
+pytestmark = pytest.mark.slow  # a pool of AppWorld servers
+
 
 def solution(source, task_id: str) -> str:
     return (source.config.root_path / "data/tasks" / task_id / "ground_truth/solution.py").read_text()
