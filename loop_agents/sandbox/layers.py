@@ -6,7 +6,8 @@
                 episode's output folder; no exec); also denies ptrace of processes outside it, so
                 /proc/<pid>/environ of the trainer is unreadable
     seccomp     EPERM for starting programs (execve), new processes (fork, non-thread clone),
-                ptrace, process_vm_*, mount/unshare/setns, io_uring, bpf, and non-Unix sockets
+                ptrace, process_vm_*, mount/unshare/setns, io_uring, bpf, and new sockets (a
+                socketpair stays possible; a path Unix socket of the host is not reachable)
     rlimits     address space, file size, CPU seconds, open files, no core dumps
 
 All layers are applied by the process to itself after fork, without root, in that order.
@@ -18,7 +19,6 @@ import ctypes
 import errno
 import os
 import resource
-import socket
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,7 +182,11 @@ def apply_landlock(read: list[Path], write: list[Path]) -> None:
 
 
 def apply_seccomp() -> None:
-    """EPERM for `_DENIED_SYSCALLS`, new processes and non-Unix sockets; threads stay allowed."""
+    """EPERM for `_DENIED_SYSCALLS`, new processes and new sockets; threads and socketpair stay allowed.
+
+    Unix sockets are denied too: Landlock does not guard connect() to a socket file, and the host's
+    services (Ray, X11, ...) listen on such files.
+    """
     import pyseccomp as sc
 
     denied = sc.ERRNO(errno.EPERM)
@@ -191,7 +195,7 @@ def apply_seccomp() -> None:
         rules.add_rule(denied, name)
     rules.add_rule(denied, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
     rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # flags sit in a struct; libc falls back to clone
-    rules.add_rule(denied, "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    rules.add_rule(denied, "socket")
     rules.load()
 
 

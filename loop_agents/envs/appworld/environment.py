@@ -157,6 +157,7 @@ class AppWorldEnvironment:
                 evaluation = evaluation_from_report(report, self.config.reward)
             except ValueError as error:
                 raise EnvironmentFailure(str(error)) from error
+            evaluation.details["evaluate_s"] = report.get("evaluate_s")  # the evaluator fork's wall time
         evaluation.details.update(
             task_id=self.task_id,
             experiment_name=self.experiment_name,

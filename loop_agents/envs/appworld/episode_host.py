@@ -147,6 +147,7 @@ def _episode_outer(
     if inner == 0:
         os.close(pid_pipe)
         layers.die_with_parent()
+        os.setsid()  # else kill(0, sig) would reach the host through the shared process group
         try:
             _episode_main(channel, request, settings)
         except BaseException:  # noqa: BLE001 - reported to the host, which answers the trainer
@@ -362,8 +363,10 @@ class Host:
         episode.kill()  # the outputs are final before anyone reads them
         episode.ended = "evaluated"
         result = _evaluate(episode.task_id, episode.experiment, self.settings)
-        if "error" in result:
-            raise RuntimeError(result["error"])
+        if "error" in result:  # on outputs the policy wrote: its failure, not the host's
+            print(f"[episode_host] evaluation of {episode.task_id} failed: {result['error']}", flush=True)
+            episode.evaluation = {"ended": "evaluation_failed"}
+            return episode.evaluation
         output = result["output"]
         output["evaluate_s"] = _now() - began
         episode.evaluation = output
