@@ -32,7 +32,7 @@ def p95(xs: list[float]) -> float:
     return sorted(xs)[max(0, round(0.95 * len(xs)) - 1)]
 
 
-async def legacy_episodes(config: AppWorldConfig, task_id: str, episodes: int) -> list[float]:
+async def legacy_episodes(config: AppWorldConfig, task_id: str, episodes: int) -> tuple[list[float], dict]:
     """Episode wall times on AppWorld's own env server (what the pool ran before issue 26)."""
     port = free_port("127.0.0.1")
     cmd = [str(config.python_path), "-m", "uvicorn", "appworld.serve.environment:app", "--host", "127.0.0.1",
@@ -54,18 +54,23 @@ async def legacy_episodes(config: AppWorldConfig, task_id: str, episodes: int) -
                 break
             except httpx.HTTPError:
                 await asyncio.sleep(0.25)
-        times = []
+        times, parts = [], {"initialize_s": [], "evaluate_s": []}
         for n in range(episodes + 1):  # the first one warms the server up and is not counted
             began = time.monotonic()
             await post("initialize", experiment_name=f"bench_legacy_{n}", timeout_seconds=20)
+            initialized = time.monotonic()
             for cell in CELLS:
                 await post("execute", code=cell)
                 await post("task_completed")
+            evaluating = time.monotonic()
             await post("evaluate", suppress_errors=True, report=False)
+            evaluated = time.monotonic()
             await post("close")
             if n:
                 times.append(time.monotonic() - began)
-        return times
+                parts["initialize_s"].append(initialized - began)
+                parts["evaluate_s"].append(evaluated - evaluating)
+        return times, {key: statistics.median(xs) for key, xs in parts.items()}
     finally:
         await client.aclose()
         process.kill()
@@ -75,21 +80,36 @@ async def legacy_episodes(config: AppWorldConfig, task_id: str, episodes: int) -
 async def isolated_episodes(config: AppWorldConfig, task_id: str, episodes: int) -> tuple[list[float], dict]:
     source = AppWorldTaskSource(config)
     await source.start()
-    times, parts = [], {"fork_s": [], "sandbox_s": [], "init_s": [], "evaluate_s": []}
+    times, parts = (
+        [],
+        {
+            "fork_s": [],
+            "sandbox_s": [],
+            "init_s": [],
+            "evaluate_s": [],
+            "evaluate_task_s": [],
+            "reset_s": [],
+            "evaluate_call_s": [],
+        },
+    )
     try:
         for _ in range(episodes):
             env = await source.make_env()
             began = time.monotonic()
             reset = await env.reset(task_id)
+            parts["reset_s"].append(time.monotonic() - began)
             for cell in CELLS:
                 await env.step(cell)
+            evaluating = time.monotonic()
             evaluation = await env.evaluate()
+            parts["evaluate_call_s"].append(time.monotonic() - evaluating)
             await env.close()
             times.append(time.monotonic() - began)
             timing = reset.info["isolation_timing"]
             for key in ("fork_s", "sandbox_s", "init_s"):
                 parts[key].append(timing[key])
-            parts["evaluate_s"].append(evaluation.details.get("evaluate_s", 0.0))
+            parts["evaluate_s"].append(evaluation.details["evaluate_s"])
+            parts["evaluate_task_s"].append(evaluation.details["evaluator_timing"]["evaluate_task_s"])
         return times, {key: statistics.median(xs) for key, xs in parts.items()}
     finally:
         await source.close()
@@ -98,7 +118,7 @@ async def isolated_episodes(config: AppWorldConfig, task_id: str, episodes: int)
 async def measure(episodes: int, root: str) -> dict:
     config = AppWorldConfig(root=root, pool_size=1)
     task_id = AppWorldTaskSource(config).task_ids("train")[0]
-    legacy = await legacy_episodes(config, task_id, episodes)
+    legacy, legacy_parts = await legacy_episodes(config, task_id, episodes)
     isolated, parts = await isolated_episodes(config, task_id, episodes)
     return {
         "episodes": episodes,
@@ -108,7 +128,8 @@ async def measure(episodes: int, root: str) -> dict:
         "isolated_episode_s_p95": round(p95(isolated), 3),
         "overhead_s_median": round(statistics.median(isolated) - statistics.median(legacy), 3),
         "overhead_s_p95": round(p95(isolated) - p95(legacy), 3),
-        "host_parts_median_s": {key: round(value, 4) for key, value in parts.items()},
+        "legacy_parts_median_s": {key: round(value, 4) for key, value in legacy_parts.items()},
+        "isolated_parts_median_s": {key: round(value, 4) for key, value in parts.items()},
     }
 
 

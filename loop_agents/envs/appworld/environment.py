@@ -158,6 +158,7 @@ class AppWorldEnvironment:
             except ValueError as error:
                 raise EnvironmentFailure(str(error)) from error
             evaluation.details["evaluate_s"] = report.get("evaluate_s")  # the evaluator fork's wall time
+            evaluation.details["evaluator_timing"] = report.get("timing", {})
         evaluation.details.update(
             task_id=self.task_id,
             experiment_name=self.experiment_name,

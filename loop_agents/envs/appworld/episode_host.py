@@ -271,14 +271,38 @@ def _run_evaluator(task_id: str, experiment: str, settings: Settings) -> dict[st
     (out_dir / "evaluation").mkdir(parents=True, exist_ok=True)
     if "namespaces" in settings.active:
         layers.enter_namespaces(pid=False)
-    _sandbox_self(settings, [settings.root / "data", out_dir], [out_dir / "evaluation"])
+    sandbox_s = _sandbox_self(settings, [settings.root / "data", out_dir], [out_dir / "evaluation"])
     problem = _tampered_output(out_dir / "dbs")
     if problem:
         return {"ended": "tampered_output", "message": problem}
+    began = _now()
     tracker = evaluate_task(
         task_id=task_id, experiment_name=experiment, suppress_errors=True, save_report=True
     )
-    return tracker.to_dict()
+    return {**tracker.to_dict(), "timing": {"sandbox_s": sandbox_s, "evaluate_task_s": _now() - began}}
+
+
+def _score_experiment(settings: Settings, experiment: str, task_ids: list[str]) -> dict[str, Any]:
+    """AppWorld's `evaluate_tasks` over saved outputs, sandboxed; tampered tasks are left out and named."""
+    from appworld.environment import AppWorld  # noqa: F401 - imports everything before the sandbox is on
+    from appworld.evaluator import evaluate_tasks
+
+    outputs = settings.root / "experiments" / "outputs" / experiment
+    if "namespaces" in settings.active:
+        layers.enter_namespaces(pid=False)
+    _sandbox_self(settings, [settings.root / "data"], [outputs])
+    tampered = {t: why for t in task_ids if (why := _tampered_output(outputs / "tasks" / t / "dbs"))}
+    clean = [t for t in task_ids if t not in tampered]
+    result: dict[str, Any] = {"aggregate": {}, "individual": {}}
+    if clean:
+        result = evaluate_tasks(
+            task_ids=clean,
+            experiment_name=experiment,
+            suppress_errors=True,
+            include_details=True,
+            save_reports=True,
+        )
+    return {**result, "tampered": tampered}
 
 
 def _tampered_output(dbs: Path) -> str:
@@ -454,6 +478,10 @@ def main() -> None:
     parser.add_argument("--evaluate-timeout-s", type=float, default=50.0)
     parser.add_argument("--initialize-timeout-s", type=float, default=80.0)
     parser.add_argument(
+        "--score-experiment", default="", help="score this experiment's saved outputs and exit"
+    )
+    parser.add_argument("--tasks", default="[]", help="JSON list of task ids for --score-experiment")
+    parser.add_argument(
         "--probe", action="store_true", help="print the sandbox line and exit (2 if strict fails)"
     )
     args = parser.parse_args()
@@ -467,6 +495,10 @@ def main() -> None:
         return
     settings = Settings(args, active)
     os.chdir(settings.root)
+    if args.score_experiment:
+        result = _score_experiment(settings, args.score_experiment, json.loads(args.tasks))
+        print("@@RESULT@@" + json.dumps(result, default=str), flush=True)
+        return
     if args.warm_up_task:
         _warm_up(settings, args.warm_up_task, args.port)
     host = Host(settings)

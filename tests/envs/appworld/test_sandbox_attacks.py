@@ -303,7 +303,7 @@ def test_no_child_process_outlives_or_escapes_the_episode(task_source, run):
             cell = (
                 "for start in ["
                 f"lambda: {posix('fork')}(), lambda: {posix('posix_spawn')}('/usr/bin/sleep', ['sleep', '600'], {{}}), "
-                "lambda: __import__('multiprocess' + 'ing').Process(target=print).start()]:\n"
+                f"lambda: {posix('forkpty')}()]:\n"
                 "    try:\n"
                 "        start()\n"
                 "        print('STARTED')\n"
