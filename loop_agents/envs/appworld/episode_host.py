@@ -24,6 +24,7 @@ The host itself never loads a task's ground truth and never executes a cell.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -219,16 +220,17 @@ class Episode:
 
     def kill(self) -> None:
         """SIGKILL B (the pid namespace dies with it) and A; reap A."""
-        for pid in (self.inner, self.outer):
-            if pid > 0:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        try:
-            os.waitpid(self.outer, 0)
-        except ChildProcessError:
-            pass
+        if self.outer > 0:
+            # A exits only after reaping B, so once A is gone B's pid may be reused: never signal it then.
+            # (the WNOHANG wait reaps an exited A, so its pid is not signalled either).
+            if os.waitpid(self.outer, os.WNOHANG)[0] == 0:
+                for pid in (self.inner, self.outer):
+                    if pid > 0:
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                os.waitpid(self.outer, 0)
         self.inner = self.outer = 0
         self.channel.close()
 
@@ -451,15 +453,22 @@ def _handler(host: Host) -> type[BaseHTTPRequestHandler]:
 
 
 def _warm_up(settings: Settings, task_id: str, port: int) -> None:
-    """One world opened and closed here (no ground truth, no cell), so every fork starts warm."""
+    """Worlds opened, used by one fixed API cell and closed here (no ground truth, no policy code), so every
+    fork starts as warm as a long-lived server; then the heap is frozen so the children's GC copies no pages."""
     from appworld.environment import AppWorld
 
     experiment = f"episode_host_warmup_{port}"
-    world = AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False)
-    world.close()
-    AppWorld.close_all()
+    for _ in range(3):  # the first world costs ~8 s, the second still ~1.5x a warm one
+        world = AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False)
+        world.execute("print(apis.supervisor.show_profile())")
+        world.close()
+        AppWorld.close_all()
     shutil.rmtree(settings.root / "experiments" / "outputs" / experiment, ignore_errors=True)
     import appworld.evaluator  # noqa: F401 - imported once here, not in every evaluator fork
+    import pytest  # noqa: F401 - AppWorld's test.case imports it lazily (~0.3 s per evaluation otherwise)
+
+    gc.collect()
+    gc.freeze()
 
 
 def main() -> None:
