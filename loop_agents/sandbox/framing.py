@@ -61,5 +61,5 @@ def receive(sock: socket.socket, max_bytes: int, deadline: float | None = None) 
         raise ChannelTooLarge(size)
     try:
         return json.loads(_read_exactly(sock, size, deadline))
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
         raise ChannelError(f"garbage on the channel: {error}") from error

@@ -179,6 +179,40 @@ def apply_landlock(read: list[Path], write: list[Path]) -> None:
                 continue  # an optional path this machine lacks
             ruleset.allow(str(path), rules=rights if stat.S_ISDIR(mode) else rights & file_rights)
     ruleset.apply()
+    os.close(ruleset._fd)  # the package keeps it open; the sandboxed code has no use for it
+
+
+def reopen_files_read_only(writable: list[Path]) -> list[str]:
+    """Re-points every open regular file above stderr that is open for writing, and is not under
+    `writable`, at a read-only descriptor of the same file (same fd number); returns their paths.
+
+    Landlock checks paths at open() only: a descriptor opened for writing before the sandbox (SQLite's
+    cached connections to the shared base DBs are O_RDWR) would stay writable inside it.
+    """
+    reopened = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd <= 2 or not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            if (_file_status_flags(fd) & os.O_ACCMODE) == os.O_RDONLY:
+                continue
+            path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+        if any(path.is_relative_to(root) for root in writable):
+            continue
+        read_only = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        os.dup2(read_only, fd, inheritable=False)
+        os.close(read_only)
+        reopened.append(str(path))
+    return reopened
+
+
+def _file_status_flags(fd: int) -> int:
+    import fcntl
+
+    return fcntl.fcntl(fd, fcntl.F_GETFL)
 
 
 def apply_seccomp() -> None:

@@ -113,6 +113,7 @@ def _episode_main(channel: socket.socket, request: dict[str, Any], settings: Set
     out_dir = settings.output_dir(experiment, task_id)
     task_dir = settings.root / "data" / "tasks" / task_id
     public = [settings.root / "data" / "base_dbs", settings.root / "data" / "api_docs"]
+    layers.reopen_files_read_only([out_dir])
     sandbox_s = _sandbox_self(settings, [*public, task_dir / "specs.json", task_dir / "dbs"], [out_dir])
     os.chdir(out_dir)
     task = world.task
@@ -273,6 +274,7 @@ def _run_evaluator(task_id: str, experiment: str, settings: Settings) -> dict[st
     (out_dir / "evaluation").mkdir(parents=True, exist_ok=True)
     if "namespaces" in settings.active:
         layers.enter_namespaces(pid=False)
+    layers.reopen_files_read_only([out_dir / "evaluation"])
     sandbox_s = _sandbox_self(settings, [settings.root / "data", out_dir], [out_dir / "evaluation"])
     problem = _tampered_output(out_dir / "dbs")
     if problem:
@@ -467,6 +469,9 @@ def _warm_up(settings: Settings, task_id: str, port: int) -> None:
     import appworld.evaluator  # noqa: F401 - imported once here, not in every evaluator fork
     import pytest  # noqa: F401 - AppWorld's test.case imports it lazily (~0.3 s per evaluation otherwise)
 
+    layers.reopen_files_read_only(
+        []
+    )  # SQLite's cached O_RDWR handles on the base DBs, inherited by every fork
     gc.collect()
     gc.freeze()
 

@@ -110,6 +110,7 @@ class AppWorldServer:
             cmd,
             cwd=root,
             env=env,
+            stdin=subprocess.DEVNULL,  # the episode processes inherit it: never the trainer's terminal
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -414,3 +414,24 @@ def test_every_episode_is_concurrent_safe(task_source, run):
 
     results = run(all_at_once())
     assert [r[2].reward for r in results] == [1.0] * 4
+
+
+def test_inherited_file_descriptors_cannot_write_the_shared_base_dbs(task_source, run):
+    """Landlock checks paths only at open(): SQLite's cached base-DB handles must not arrive writable."""
+    base_dbs = task_source.config.root_path / "data" / "base_dbs"
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(base_dbs.glob("*.db"))}
+    cell = (
+        "for fd in range(3, 256):\n"
+        "    try:\n"
+        f"        if {posix('fstat')}(fd).st_mode & 0o170000 != 0o100000:\n"
+        "            continue\n"
+        f"        {posix('pwrite')}(fd, b'CORRUPT', 0)\n"
+        "        print('WROTE', fd)\n"
+        "    except OSError as error:\n"
+        "        print('DENIED', fd, error.errno)"
+    )
+    _, steps, _ = run(play(task_source, template_tasks(task_source, "note_count_tag")[0], [cell]))
+    out = steps[0].observation
+    assert "WROTE" not in out and out.count("DENIED") >= 12 and "DENIED 3 9" in out, out  # EBADF
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(base_dbs.glob("*.db"))}
+    assert after == before
