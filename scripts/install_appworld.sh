@@ -14,6 +14,9 @@ PYTHON="${PYTHON:-python3.11}"
 VENV="${APPWORLD_VENV:-.venv-appworld}"
 export APPWORLD_CACHE="${APPWORLD_CACHE:-$PWD/$VENV/appworld-cache}"
 APPWORLD_VERSION="0.1.3.post1"
+# The episode sandbox's in-process layers (loop_agents/sandbox): Landlock and seccomp bindings (pure Python,
+# ctypes; seccomp needs the system's libseccomp.so.2). Pinned: landlock has only dev releases.
+SANDBOX_PACKAGES=("landlock==1.0.0.dev5" "pyseccomp==0.1.2")
 start=$(date +%s)
 
 installed_ok() {
@@ -23,6 +26,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import appworld
+import landlock  # noqa: F401 - the sandbox layers (loop_agents/sandbox/layers.py)
+import pyseccomp  # noqa: F401
 
 assert version("appworld") == sys.argv[1], version("appworld")
 # `appworld install` unpacks the app packages next to appworld/__init__.py.
@@ -41,7 +46,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # click 8.2.1 is the version AppWorld's own lock uses; newer clicks work but the pin is harmless.
-"$VENV/bin/python" -m pip install -q "appworld==$APPWORLD_VERSION" "click==8.2.1"
+"$VENV/bin/python" -m pip install -q "appworld==$APPWORLD_VERSION" "click==8.2.1" "${SANDBOX_PACKAGES[@]}"
 mkdir -p "$APPWORLD_CACHE"
 "$VENV/bin/appworld" install
 installed_ok || { echo "[install_appworld] appworld did not install correctly into $VENV" >&2; exit 1; }

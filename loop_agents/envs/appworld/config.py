@@ -1,4 +1,4 @@
-"""Typed settings of the AppWorld environment (server pool, timeouts, reward)."""
+"""Typed settings of the AppWorld environment (episode hosts, sandbox, timeouts, reward)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,41 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_ROOT = REPO_ROOT / "artifacts" / "appworld"  # where scripts/build_appworld_data.py writes
 DEFAULT_PYTHON = REPO_ROOT / ".venv-appworld" / "bin" / "python"  # made by scripts/install_appworld.sh
 REWARD_MODES = ("partial", "success")
+SANDBOX_MODES = ("strict", "available", "off")
 
 
 @dataclass
 class AppWorldConfig:
     root: str = ""  # APPWORLD_ROOT (holds data/ and experiments/); "" = $APPWORLD_ROOT or artifacts/appworld
     python: str = ""  # interpreter of the AppWorld venv; "" = $APPWORLD_PYTHON or .venv-appworld/bin/python
-    pool_size: int = 4  # env servers = episodes that can run at once
+    pool_size: int = 4  # episode hosts = episodes that can run at once
     host: str = "127.0.0.1"  # servers bind loopback only
     base_port: int = 0  # first port (servers use base_port + i); 0 = ask the OS for free ports
     start_timeout_s: float = 120.0  # spawn -> answering HTTP
-    warm_up: bool = True  # one initialize/close per new server (the first one costs ~8 s)
+    warm_up: bool = (
+        True  # each host opens and closes one world at start (the first costs ~8 s), so forks start warm
+    )
     warm_up_task_id: str = ""  # task used to warm up; "" = first task of the first non-empty split
     request_timeout_s: float = 30.0  # HTTP timeout of the light calls (task_completed, close, health)
     initialize_timeout_s: float = 90.0  # HTTP timeout of /initialize (a cold world loads every app DB)
-    execute_timeout_s: int = 20  # AppWorld's own per-cell timeout (SIGALRM in the server)
+    execute_timeout_s: int = (
+        20  # AppWorld's own per-cell timeout (SIGALRM); +grace_s the host kills the episode
+    )
+    grace_s: float = (
+        10.0  # a cell still running at execute_timeout_s + grace_s ends its episode (reward 0, timeout)
+    )
     evaluate_timeout_s: float = 60.0  # HTTP timeout of /evaluate
     max_interactions: int = 50  # code cells per episode; the step that reaches it ends the episode
     max_api_calls_per_interaction: int = 1000  # AppWorld's per-cell API call cap
-    max_output_bytes: int = 4_000_000  # larger execution replies are dropped and the server recycled
-    raise_on_unsafe_syntax: bool = True  # AppWorld's syntax guard: os/subprocess/open/... -> error output
+    max_output_bytes: int = 4_000_000  # a larger cell output ends the episode (reward 0, output_too_large)
+    # AppWorld's own name guard (subprocess, socket, open for writing, ... -> error output). It is not a
+    # security boundary (`import os` and every `appworld.*` module pass it); the sandbox below is.
+    raise_on_unsafe_syntax: bool = True
+    sandbox: str = "available"  # strict: refuse to start without every layer | available: warn | off
+    memory_limit_mb: int = 4096  # RLIMIT_AS of an episode process
+    file_size_limit_mb: int = 256  # RLIMIT_FSIZE of an episode process
+    cpu_limit_s: int = 600  # RLIMIT_CPU of an episode process (whole episode)
+    open_files_limit: int = 256  # RLIMIT_NOFILE of an episode process
     reward: str = "partial"  # partial = passed/num_tests | success = 1 if all tests pass else 0
     experiment_prefix: str = "loop_agents"  # prefix of generated per-episode experiment names
     keep_episode_outputs: bool = False  # keep outputs of episodes with generated experiment names
@@ -42,6 +57,8 @@ class AppWorldConfig:
             raise ValueError(f"appworld pool_size must be >= 1, got {self.pool_size}")
         if self.host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"appworld servers must bind loopback, got host {self.host!r}")
+        if self.sandbox not in SANDBOX_MODES:
+            raise ValueError(f"env.options.sandbox must be one of {SANDBOX_MODES}, got {self.sandbox!r}")
         if self.execute_timeout_s < 1 or self.max_interactions < 1:
             raise ValueError("appworld execute_timeout_s and max_interactions must be >= 1")
 

@@ -1,15 +1,21 @@
-"""AppWorldEnvironment: one episode on one pooled env server, behind the project's env protocol.
+"""AppWorldEnvironment: one episode on one pooled episode host, behind the project's env protocol.
 
     reset(task_id) -> /initialize      observation = instruction; info = supervisor, datetime, ...
     step(code)     -> /execute, /task_completed    observation = execution output; done = completed
-    evaluate()     -> /evaluate (suppress_errors)   reward = passed/num_tests (or 0/1), details
-    close()        -> /close, server back to the pool, generated experiment outputs removed
+    evaluate()     -> /evaluate                    reward = passed/num_tests (or 0/1), details
+    close()        -> /close, host back to the pool, generated experiment outputs removed
 
-The model's code runs in the server's IPython under AppWorld's safety guard and SIGALRM timeout;
-syntax errors, exceptions, `import os` and timeouts come back as "Execution failed ..." output.
-Anything that breaks the server itself (death, HTTP timeout, 5xx, a reply above
-`max_output_bytes`) recycles the server and raises EnvironmentFailure, which the episode runner
-records as `env_error` and retries on a fresh server.
+The model's code is untrusted. It runs in a fresh process per episode, forked by the host and
+sandboxed (namespaces, Landlock, seccomp, rlimits; see episode_host.py and the README's "Security
+model"), with no ground truth loaded; the episode's saved output DBs are scored by AppWorld's own
+evaluator in a separate process that never ran the model's code. AppWorld's name guard still runs
+first, but it is not a boundary: `import os` passes it, and the sandbox is what stops the cell.
+Syntax errors, exceptions and sandbox refusals (PermissionError, unreachable network) come back as
+"Execution failed ..." output and the episode goes on. A cell that runs past its deadline, kills or
+wedges its own process, or floods its output ends the episode as a failed attempt: done=True,
+`info["error"]` = timeout | env_killed | output_too_large, and evaluate() gives reward 0 with
+`details["episode_ended"]` naming why. Only a failure of the host itself (death, HTTP timeout, 5xx)
+raises EnvironmentFailure, which the episode runner records as `env_error` and retries.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ class AppWorldEnvironment:
         self._server: AppWorldServer | None = None
         self._server_ok = True
         self._closed = False
+        self.ended: str | None = None  # why the host ended the episode (the policy's own doing)
 
     async def reset(self, task_id: str) -> ResetResult:
         if self.task_id is not None:
@@ -81,6 +88,7 @@ class AppWorldEnvironment:
             "app_descriptions": dict(APP_DESCRIPTIONS),
             "experiment_name": self.experiment_name,
             "max_interactions": self.config.max_interactions,
+            "isolation_timing": task.get("timing", {}),
         }
         return ResetResult(observation=task["instruction"], info=info)
 
@@ -92,23 +100,22 @@ class AppWorldEnvironment:
         self.interactions += 1
         try:
             output = await self._call(
-                "execute", timeout=self.config.execute_timeout_s + _EXECUTE_MARGIN_S, code=action
+                "execute",
+                timeout=self.config.execute_timeout_s + self.config.grace_s + _EXECUTE_MARGIN_S,
+                code=action,
             )
         except EnvironmentFailure as failure:
-            if isinstance(failure.__cause__, OutputTooLarge):
-                # The model printed megabytes: its fault, so an observation, but the server's memory
-                # and world are suspect, so the episode ends and the server is recycled.
-                self.completed = True
-                size = failure.__cause__.size
-                return StepResult(
-                    observation=f"Execution failed. The output exceeded {size} bytes and was dropped.",
-                    done=True,
-                    info={"error": "output_too_large"},
-                )
+            if isinstance(failure.__cause__, OutputTooLarge):  # the host's own cap failed to catch it
+                return self._end("output_too_large", {"size": failure.__cause__.size})
             raise
+        if isinstance(output, dict) and "ended" in output:
+            return self._end(str(output["ended"]), output)
         if not isinstance(output, str):
             output = str(output)
-        self.completed = bool(await self._call("task_completed"))
+        completed = await self._call("task_completed")
+        if isinstance(completed, dict) and "ended" in completed:
+            return self._end(str(completed["ended"]), completed)
+        self.completed = completed is True
         done = self.completed or self.interactions >= self.config.max_interactions
         return StepResult(
             observation=output,
@@ -116,18 +123,42 @@ class AppWorldEnvironment:
             info={"task_completed": self.completed, "interactions": self.interactions},
         )
 
+    def _end(self, why: str, reply: dict[str, Any]) -> StepResult:
+        """The cell ended its own episode: a failed attempt, scored 0 by evaluate()."""
+        self.completed = True
+        self.ended = why
+        messages = {
+            "timeout": f"Execution failed. The cell ran past its {self.config.execute_timeout_s} s limit "
+            "and was killed; the episode is over.",
+            "output_too_large": f"Execution failed. The output exceeded {reply.get('size', '?')} bytes and was "
+            "dropped; the episode is over.",
+        }
+        observation = messages.get(why, "Execution failed. The execution process died; the episode is over.")
+        return StepResult(
+            observation=observation, done=True, info={"error": why, "interactions": self.interactions}
+        )
+
     async def evaluate(self) -> Evaluation:
         if self._server is None or self.task_id is None:
             raise RuntimeError("AppWorldEnvironment.evaluate before reset")
         if not self._server_ok:
-            raise EnvironmentFailure("the episode's AppWorld server was recycled; cannot evaluate")
-        report = await self._call(
-            "evaluate", timeout=self.config.evaluate_timeout_s, suppress_errors=True, report=False
-        )
-        try:
-            evaluation = evaluation_from_report(report, self.config.reward)
-        except ValueError as error:
-            raise EnvironmentFailure(str(error)) from error
+            raise EnvironmentFailure("the episode's AppWorld host was recycled; cannot evaluate")
+        report = None
+        if self.ended is None:
+            report = await self._call("evaluate", timeout=self.config.evaluate_timeout_s)
+            if isinstance(report, dict) and "ended" in report:
+                self.ended = str(report["ended"])
+        if self.ended is not None:
+            evaluation = Evaluation(
+                reward=0.0, success=False, details={"episode_ended": self.ended, "tests": []}
+            )
+        else:
+            try:
+                evaluation = evaluation_from_report(report, self.config.reward)
+            except ValueError as error:
+                raise EnvironmentFailure(str(error)) from error
+            evaluation.details["evaluate_s"] = report.get("evaluate_s")  # the evaluator fork's wall time
+            evaluation.details["evaluator_timing"] = report.get("timing", {})
         evaluation.details.update(
             task_id=self.task_id,
             experiment_name=self.experiment_name,

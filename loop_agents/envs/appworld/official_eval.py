@@ -1,9 +1,11 @@
 """Runs AppWorld's own evaluator over saved experiment outputs, in the AppWorld venv.
 
-The outputs are what env servers wrote under `<root>/experiments/outputs/<experiment>/tasks/`
-for episodes run with that `experiment_name`. The evaluator replays them on the task DBs in a
-fresh process (as `appworld evaluate <experiment> <split>` does) and writes
-`evaluations/<split>.json`; we return TGC/SGC per difficulty from its per-task results.
+The outputs are what episodes wrote under `<root>/experiments/outputs/<experiment>/tasks/` for
+episodes run with that `experiment_name`. The evaluator replays them on the task DBs in a fresh
+process that never ran policy code (as `appworld evaluate <experiment> <split>` does), sandboxed
+like an episode's evaluator (episode_host.py `--score-experiment`): the outputs were written by
+the policy, so a task whose saved changes hold anything but row INSERT/UPDATE/DELETE statements is
+not replayed and counts as failed (`per_task[t]["tampered"]`). We return TGC/SGC per difficulty.
 """
 
 from __future__ import annotations
@@ -15,17 +17,8 @@ from typing import Any
 
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.metrics import goal_completion_by_difficulty
+from loop_agents.envs.appworld.server import host_command, host_environment
 from loop_agents.envs.appworld.splits import split_task_ids, task_difficulty
-from loop_agents.redaction import child_environment
-
-_RUNNER = """
-import json, sys
-from appworld.evaluator import evaluate_tasks
-task_ids = json.loads(sys.argv[2])
-result = evaluate_tasks(task_ids=task_ids, experiment_name=sys.argv[1], suppress_errors=True,
-                        include_details=True, save_reports=True)
-print("@@RESULT@@" + json.dumps(result, default=str))
-"""
 
 
 @dataclass
@@ -53,12 +46,10 @@ def run_official_evaluation(
             f"experiment {experiment_name!r} has no outputs for {len(missing)} tasks of {split!r} "
             f"under {outputs}, e.g. {missing[:3]}"
         )
-    env = child_environment({"APPWORLD_ROOT": str(root), "APPWORLD_CACHE": str(root / ".appworld_cache")})
-    env.pop("PYTHONPATH", None)
+    command = host_command(config, "--score-experiment", experiment_name, "--tasks", json.dumps(task_ids))
     done = subprocess.run(
-        [str(config.python_path), "-c", _RUNNER, experiment_name, json.dumps(task_ids)],
-        cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s,
-    )  # fmt: skip
+        command, cwd=root, env=host_environment(config), capture_output=True, text=True, timeout=timeout_s
+    )
     marker = "@@RESULT@@"
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith(marker)), None)
     if done.returncode != 0 or line is None:
@@ -72,6 +63,9 @@ def run_official_evaluation(
             "num_passed": len(tracker["passes"]),
             "difficulty": task_difficulty(root, task_id),
         }
+    for task_id, why in result.get("tampered", {}).items():
+        per_task[task_id] = {"success": False, "num_tests": 0, "num_passed": 0, "tampered": why,
+                             "difficulty": task_difficulty(root, task_id)}  # fmt: skip
     metrics = goal_completion_by_difficulty(
         {t: r["success"] for t, r in per_task.items()},
         {t: r["difficulty"] for t, r in per_task.items()},

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loop_agents.envs.appworld.config import AppWorldConfig
-from loop_agents.envs.appworld.server import AppWorldServer, ServerError, free_port
+from loop_agents.envs.appworld.server import AppWorldServer, ServerError, free_port, probe_sandbox
 from loop_agents.envs.appworld.splits import first_task_id
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class AppWorldServerPool:
         self._next_port = config.base_port
         self._warm_up_task = config.warm_up_task_id or first_task_id(config.root_path)
         self._closed = False
+        self.sandbox_line = ""
 
     async def __aenter__(self) -> AppWorldServerPool:
         await self.start()
@@ -52,8 +53,11 @@ class AppWorldServerPool:
         await self.close()
 
     async def start(self) -> float:
-        """Starts all servers concurrently; returns the wall time in seconds."""
+        """Checks the sandbox (one line; exit 2 in strict mode when a layer is missing), then starts all
+        servers concurrently; returns the wall time in seconds."""
         began = time.monotonic()
+        self.sandbox_line = probe_sandbox(self.config)
+        print(f"[appworld] {self.sandbox_line}", flush=True)
         servers = await asyncio.gather(*(self._start_server() for _ in range(self.config.pool_size)))
         for server in servers:
             self._idle.put_nowait(server)
@@ -70,11 +74,9 @@ class AppWorldServerPool:
         for _ in range(attempts):  # a port grabbed by someone else between pick and bind: retry
             server = AppWorldServer(self.config, self._port(), self.log_dir)
             self._servers.add(server)
-            server.spawn()
+            server.spawn(self._warm_up_task if self.config.warm_up else "")
             try:
                 await server.wait_ready()
-                if self.config.warm_up:
-                    await server.warm_up(self._warm_up_task)
             except ServerError as error:
                 last_error = error
                 log.warning("AppWorld server on port %d failed to start: %s", server.port, error)

@@ -1,9 +1,9 @@
-"""One AppWorld environment server: `uvicorn appworld.serve.environment:app` on 127.0.0.1.
+"""One AppWorld episode host (`episode_host.py` in the AppWorld venv) on 127.0.0.1, and its HTTP client.
 
-A server process holds at most one world (two worlds in one process corrupt each other, and
-freezegun stops that process's clock), so the pool runs one per concurrent episode. It runs in
-its own session so that teardown can SIGKILL the whole process group: SIGTERM is not reliable
-for these servers (appworld-offline.md §4).
+The host is a pre-imported, warmed-up parent that never runs policy code: it forks one sandboxed
+process per episode and one evaluator process per evaluation (see episode_host.py). A process
+holds at most one world, so the pool runs one host per concurrent episode. The host runs in its
+own session so that teardown can SIGKILL the whole process group.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,55 @@ from loop_agents.redaction import child_environment
 
 class ServerError(RuntimeError):
     """The server failed (died, timed out, answered 5xx or garbage); it must be recycled."""
+
+
+HOST_SCRIPT = Path(__file__).resolve().with_name("episode_host.py")
+
+
+def host_command(config: AppWorldConfig, *extra: str) -> list[str]:
+    """The command line of an episode host (or of its `--probe`) with the config's sandbox and limits."""
+    return [
+        str(config.python_path), str(HOST_SCRIPT), "--host", config.host, "--root", str(config.root_path),
+        "--sandbox", config.sandbox, "--memory-mb", str(config.memory_limit_mb),
+        "--file-size-mb", str(config.file_size_limit_mb), "--cpu-s", str(config.cpu_limit_s),
+        "--open-files", str(config.open_files_limit), "--max-output-bytes", str(config.max_output_bytes),
+        "--grace-s", str(config.grace_s), "--evaluate-timeout-s", str(max(1.0, config.evaluate_timeout_s - 5)),
+        "--initialize-timeout-s", str(max(1.0, config.initialize_timeout_s - 5)), *extra,
+    ]  # fmt: skip
+
+
+def host_environment(config: AppWorldConfig) -> dict[str, str]:
+    """The host's environment: secrets scrubbed, nothing of the main venv (no PYTHONPATH)."""
+    root = config.root_path
+    env = child_environment(
+        {"APPWORLD_ROOT": str(root), "APPWORLD_CACHE": str(root / ".appworld_cache"), "PYTHONUNBUFFERED": "1"}
+    )
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def probe_sandbox(config: AppWorldConfig) -> str:
+    """The host's one start line naming the sandbox layers that are on (and a warning for missing ones).
+
+    In `strict` mode a missing layer prints the host's one line naming it and how to enable it, and
+    exits 2 (SystemExit), before any server starts.
+    """
+    done = subprocess.run(
+        host_command(config, "--probe"),
+        env=host_environment(config),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode == 2:
+        print(
+            (done.stderr.strip().splitlines() or ["[sandbox] strict mode: a layer is missing"])[-1],
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise ServerError(f"AppWorld sandbox probe failed (rc {done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout.strip().splitlines()[-1]
 
 
 def free_port(host: str) -> int:
@@ -48,28 +98,19 @@ class AppWorldServer:
         self.started_at = 0.0
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def spawn(self) -> None:
-        """Starts the process (returns at once; `wait_ready` waits for HTTP)."""
+    def spawn(self, warm_up_task: str = "") -> None:
+        """Starts the process (returns at once; `wait_ready` waits for HTTP, after the host's warm-up)."""
         root = self.config.root_path
-        env = child_environment(
-            {
-                "APPWORLD_ROOT": str(root),
-                "APPWORLD_CACHE": str(root / ".appworld_cache"),
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        env.pop("PYTHONPATH", None)  # nothing of the main venv may leak into the AppWorld venv
+        env = host_environment(self.config)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
-        cmd = [
-            str(self.config.python_path), "-m", "uvicorn", "appworld.serve.environment:app",
-            "--host", self.config.host, "--port", str(self.port), "--log-level", "warning",
-        ]  # fmt: skip
+        cmd = host_command(self.config, "--port", str(self.port), "--warm-up-task", warm_up_task)
         self.started_at = time.monotonic()
         self.process = subprocess.Popen(
             cmd,
             cwd=root,
             env=env,
+            stdin=subprocess.DEVNULL,  # the episode processes inherit it: never the trainer's terminal
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -91,15 +132,6 @@ class AppWorldServer:
                 pass
             await asyncio.sleep(0.25)
         raise ServerError(f"server on port {self.port} not ready after {self.config.start_timeout_s} s")
-
-    async def warm_up(self, task_id: str) -> None:
-        """One initialize/execute/close, so the ~8 s first-world cost is not paid by an episode."""
-        experiment = f"{self.config.experiment_prefix}_warmup_{self.port}"
-        await self.call("initialize", task_id=task_id, experiment_name=experiment,
-                        timeout=self.config.initialize_timeout_s)  # fmt: skip
-        await self.call("execute", task_id=task_id, code="print('warm')")
-        await self.call("close", task_id=task_id)
-        _remove_tree(self.config.root_path / "experiments" / "outputs" / experiment)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -177,9 +209,3 @@ class OutputTooLarge(ServerError):
     def __init__(self, size: int) -> None:
         super().__init__(f"reply exceeded {size} bytes")
         self.size = size
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

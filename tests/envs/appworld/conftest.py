@@ -47,8 +47,17 @@ def event_loop_session():
 
 @pytest.fixture(scope="package")
 def task_source(appworld_root, event_loop_session):
-    """4 real servers on 127.0.0.1 (short cell timeout so the timeout test is quick)."""
-    config = AppWorldConfig(root=str(appworld_root), pool_size=4, execute_timeout_s=3, max_interactions=8)
+    """4 real episode hosts on 127.0.0.1 (short cell timeout and grace so the hang tests are quick; small
+    memory and file-size limits so the limit tests need no real gigabytes)."""
+    config = AppWorldConfig(
+        root=str(appworld_root),
+        pool_size=4,
+        execute_timeout_s=3,
+        grace_s=4.0,
+        max_interactions=8,
+        memory_limit_mb=1024,
+        file_size_limit_mb=16,
+    )
     source = AppWorldTaskSource(config)
     TIMINGS["pool_start_4_s"] = event_loop_session.run_until_complete(source.start())
     yield source

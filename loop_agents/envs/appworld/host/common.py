@@ -1,0 +1,63 @@
+"""Shared parts of the episode host: settings, clock, descriptor hygiene, applying the sandbox layers."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import time
+from pathlib import Path
+
+from loop_agents.sandbox import layers
+
+MESSAGE_LIMIT = 64 * 1024 * 1024  # the largest message the host accepts from its evaluator
+
+
+def now() -> float:
+    return time.clock_gettime(time.CLOCK_MONOTONIC)  # freezegun does not patch this one
+
+
+class Settings:
+    def __init__(self, args: argparse.Namespace, active: list[str]) -> None:
+        self.root = Path(args.root).resolve()
+        self.active = active
+        self.limits = layers.Limits(args.memory_mb, args.file_size_mb, args.cpu_s, args.open_files)
+        self.max_output_bytes = args.max_output_bytes
+        self.grace_s = args.grace_s
+        self.evaluate_timeout_s = args.evaluate_timeout_s
+        self.initialize_timeout_s = args.initialize_timeout_s
+
+    def output_dir(self, experiment: str, task_id: str) -> Path:
+        return self.root / "experiments" / "outputs" / experiment / "tasks" / task_id
+
+
+def close_fds_except(keep: set[int]) -> None:
+    """Closes every inherited socket, pipe and other non-file descriptor (the host's HTTP sockets).
+
+    Regular files stay: they are SQLite's read-only handles on public base DBs, which the warm
+    world's cached connections still use.
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2 or fd in keep:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+        except OSError:
+            pass
+
+
+def sandbox_self(settings: Settings, read: list[Path], write: list[Path]) -> float:
+    """Applies the active in-process layers to the caller; returns the seconds it took."""
+    began = now()
+    if "landlock" in settings.active:
+        # AppWorld's failure reports read the source of every frame on the stack: our own files included.
+        host = Path(__file__).resolve().parent
+        own_code = [host, host.parent / "episode_host.py", Path(layers.__file__).resolve().parent]
+        layers.apply_landlock(layers.system_read_paths() + own_code + read, [Path("/dev/null"), *write])
+    if "rlimits" in settings.active:
+        layers.apply_rlimits(settings.limits)
+    if "seccomp" in settings.active:
+        layers.apply_seccomp()
+    return now() - began

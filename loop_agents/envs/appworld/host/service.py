@@ -1,0 +1,156 @@
+"""The host's HTTP endpoints (one episode at a time, single-threaded) and its warm-up."""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import traceback
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from loop_agents.envs.appworld.host.common import Settings, now
+from loop_agents.envs.appworld.host.episode import Episode
+from loop_agents.envs.appworld.host.evaluation import run_evaluation
+from loop_agents.sandbox import framing, layers
+
+
+class Host:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.episode: Episode | None = None
+
+    def end_episode(self) -> None:
+        if self.episode is not None:
+            self.episode.kill()
+            self.episode = None
+
+    def initialize(self, body: dict[str, Any]) -> Any:
+        self.end_episode()
+        task_id, experiment = str(body["task_id"]), str(body["experiment_name"])
+        if "/" in task_id + experiment or task_id.startswith(".") or experiment.startswith("."):
+            raise ValueError("task_id and experiment_name must be plain names")
+        if not (self.settings.root / "data" / "tasks" / task_id / "specs.json").is_file():
+            raise ValueError(f"unknown task {task_id!r}")
+        shutil.rmtree(self.settings.output_dir(experiment, task_id), ignore_errors=True)
+        began = now()
+        episode = self.episode = Episode(body, self.settings)
+        try:
+            reply = episode.receive(self.settings.initialize_timeout_s)
+        except framing.ChannelError as error:
+            self.end_episode()
+            raise RuntimeError(f"episode start failed: {error}") from error
+        if "output" not in reply:
+            self.end_episode()
+            raise RuntimeError(f"episode start failed: {str(reply.get('error'))[-2000:]}")
+        output = reply["output"]
+        output["timing"].update(fork_s=episode.fork_s, initialize_s=now() - began)
+        return output
+
+    def execute(self, body: dict[str, Any]) -> Any:
+        episode = self._episode(body)
+        reply = episode.ask(
+            {"op": "execute", "code": str(body["code"])}, episode.cell_timeout_s + self.settings.grace_s
+        )
+        if "ended" in reply:
+            return reply
+        return reply["output"] if isinstance(reply["output"], str) else str(reply["output"])
+
+    def task_completed(self, body: dict[str, Any]) -> Any:
+        episode = self._episode(body)
+        reply = episode.ask({"op": "task_completed"}, self.settings.grace_s + 5)
+        return reply if "ended" in reply else reply["output"] is True
+
+    def evaluate(self, body: dict[str, Any]) -> Any:
+        episode = self._episode(body)
+        if episode.evaluation is not None:
+            return episode.evaluation
+        if episode.ended:
+            return {"ended": episode.ended}
+        began = now()
+        episode.kill()  # the outputs are final before anyone reads them
+        episode.ended = "evaluated"
+        result = run_evaluation(episode.task_id, episode.experiment, self.settings)
+        if "error" in result:  # on outputs the policy wrote: its failure, not the host's
+            print(f"[episode_host] evaluation of {episode.task_id} failed: {result['error']}", flush=True)
+            episode.evaluation = {"ended": "evaluation_failed"}
+            return episode.evaluation
+        output = result["output"]
+        output["evaluate_s"] = now() - began
+        episode.evaluation = output
+        return output
+
+    def close(self, body: dict[str, Any]) -> Any:
+        self.end_episode()
+        return None
+
+    def _episode(self, body: dict[str, Any]) -> Episode:
+        if self.episode is None or self.episode.task_id != body.get("task_id"):
+            raise ValueError(f"no open episode for task {body.get('task_id')!r}")
+        return self.episode
+
+
+def make_handler(host: Host) -> type[BaseHTTPRequestHandler]:
+    routes = {
+        "/initialize": host.initialize,
+        "/execute": host.execute,
+        "/task_completed": host.task_completed,
+        "/evaluate": host.evaluate,
+        "/close": host.close,
+        "/close_all": host.close,
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _reply(self, status: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            if self.path == "/":
+                self._reply(200, {"output": {"layers": host.settings.active}})
+            else:
+                self._reply(404, {"error": "not found"})
+
+        def do_POST(self) -> None:  # noqa: N802
+            route = routes.get(self.path)
+            if route is None:
+                self._reply(404, {"error": f"no route {self.path}"})
+                return
+            try:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                self._reply(200, {"output": route(body)})
+            except ValueError as error:
+                self._reply(400, {"error": str(error)})
+            except Exception:  # noqa: BLE001 - a 5xx makes the trainer recycle this host
+                self._reply(500, {"error": traceback.format_exc()[-3000:]})
+
+    return Handler
+
+
+def warm_up(settings: Settings, task_id: str, port: int) -> None:
+    """Worlds opened, used by one fixed API cell and closed here (no ground truth, no policy code), so every
+    fork starts as warm as a long-lived server; then the heap is frozen so the children's GC copies no pages."""
+    from appworld.environment import AppWorld
+
+    experiment = f"episode_host_warmup_{port}"
+    for _ in range(3):  # the first world costs ~8 s, the second still ~1.5x a warm one
+        world = AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False)
+        world.execute("print(apis.supervisor.show_profile())")
+        world.close()
+        AppWorld.close_all()
+    shutil.rmtree(settings.root / "experiments" / "outputs" / experiment, ignore_errors=True)
+    import appworld.evaluator  # noqa: F401 - imported once here, not in every evaluator fork
+    import pytest  # noqa: F401 - AppWorld's test.case imports it lazily (~0.3 s per evaluation otherwise)
+
+    layers.reopen_files_read_only(
+        []
+    )  # SQLite's cached O_RDWR handles on the base DBs, inherited by every fork
+    gc.collect()
+    gc.freeze()
