@@ -31,9 +31,13 @@ def held_out_tasks(
 
 @dataclass(frozen=True)
 class HeldOutTarget:
-    label: str  # "start", "best", "final"
+    labels: tuple[str, ...]  # ("start",), ("best", "final"), ...: one adapter may be several of them
     iteration: int
     adapter: Path
+
+    @property
+    def label(self) -> str:
+        return "=".join(self.labels)
 
 
 def targets(run_dir: Path, final_iteration: int, best_iteration: int | None) -> list[HeldOutTarget]:
@@ -44,12 +48,12 @@ def targets(run_dir: Path, final_iteration: int, best_iteration: int | None) -> 
         ("best", best_iteration, run_dir / "checkpoints" / "best" / "adapter"),
         ("final", final_iteration, run_dir / "checkpoints" / f"checkpoint-{final_iteration}" / "adapter"),
     ]
-    seen: set[int] = set()
     for label, iteration, adapter in candidates:
-        if iteration is None or iteration in seen or not (adapter / "adapter_config.json").is_file():
-            continue
-        seen.add(iteration)
-        found.append(HeldOutTarget(label, iteration, adapter))
+        same = [i for i, t in enumerate(found) if t.iteration == iteration]
+        if same:
+            found[same[0]] = HeldOutTarget((*found[same[0]].labels, label), iteration, found[same[0]].adapter)
+        elif iteration is not None and (adapter / "adapter_config.json").is_file():
+            found.append(HeldOutTarget((label,), iteration, adapter))
     return found
 
 
@@ -82,7 +86,7 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
         return None
     results, row = [], {}
     for target in chosen:
-        name = f"held-out-{target.label}"
+        name = f"held-out-{target.labels[0]}"
         ray.get([s.load_adapter.remote(str(target.adapter), name) for s in cluster.servers])
         try:
             trajectories, collected = ray.get(
@@ -91,7 +95,7 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
                     int(cfg.eval.runs_per_task),
                     max_turns,
                     name,
-                    group_prefix=f"held_out/{target.label}/",
+                    group_prefix=f"held_out/{target.labels[0]}/",
                 )
             )
         finally:
@@ -100,8 +104,11 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
         metrics.update(evaluation_metrics(trajectories, scenario_function(cfg)))
         metrics["eval/lost"] = collected["collect/lost"]
         metrics["eval/seconds"] = collected["collect/seconds"]
-        RunLog(run_dir).save_rollouts(trajectories, target.iteration, name=f"eval_held_out/{target.label}")
+        RunLog(run_dir).save_rollouts(
+            trajectories, target.iteration, name=f"eval_held_out/{target.labels[0]}"
+        )
         results.append((target.label, target.iteration, metrics))
-        row.update(flatten(target.label, target.iteration, metrics))
+        for label in target.labels:
+            row.update(flatten(label, target.iteration, metrics))
     row["held_out/num_tasks"] = len(tasks)
     return {"num_tasks": len(tasks), "results": results, "row": row}

@@ -33,6 +33,9 @@ class InferenceConfig:
         None  # CPU only: OMP threads of the engine (OMP_NUM_THREADS; None = vLLM's choice)
     )
     cpu_threads_bind: str | None = None  # CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. "0-3", "auto", "nobind"
+    cpu_preload: bool = (
+        True  # CPU only: LD_PRELOAD tcmalloc + Intel OpenMP where found (inference/cpu_runtime.py)
+    )
     dtype: str = "auto"  # model dtype; "float32" makes CPU logprobs match an fp32 learner to ~1e-6
     seed: int = 0  # server sampling seed (requests may carry their own seed)
     enforce_eager: bool = False  # disable CUDA graphs / compilation

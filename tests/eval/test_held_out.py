@@ -31,7 +31,8 @@ def test_targets_skip_missing_adapters_and_repeated_iterations(tmp_path: Path):
         ("best", 6),
         ("final", 9),
     ]
-    assert [(t.label, t.iteration) for t in targets(tmp_path, 9, 9)] == [("start", 0), ("best", 9)]
+    assert [(t.label, t.iteration) for t in targets(tmp_path, 9, 9)] == [("start", 0), ("best=final", 9)]
+    assert [(t.label, t.iteration) for t in targets(tmp_path, 9, 0)] == [("start=best", 0), ("final", 9)]
     assert [(t.label, t.iteration) for t in targets(tmp_path, 10, None)] == [("start", 0)]  # no checkpoint-10
 
 
