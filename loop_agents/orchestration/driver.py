@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
-from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
+from loop_agents.orchestration.early_start import ClusterStart, RayStart, overlap_allowed
 from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.run_log import RunLog
@@ -40,6 +40,9 @@ def run(cfg: DictConfig) -> None:
     clock = PhaseClock()
     clock.mark("imports done")
     warm_cached = _warm_start_cached(cfg, run_dir)
+    overlap = dist.is_driver and overlap_allowed(cfg) and not cfg.run.dry_run
+    # Ray starts beside the model build / warm start and the learner's imports
+    ray_start = RayStart(cfg) if overlap else None
     began = time.perf_counter()
     model_path = dist.on_driver_first(lambda: policy_model_path(cfg, run_dir))
     if _full_warm_start(cfg):
@@ -47,10 +50,12 @@ def run(cfg: DictConfig) -> None:
         clock.warm_start_s = None if warm_cached else time.perf_counter() - began
     clock.mark("model ready")
     early = None
-    if dist.is_driver and overlap_allowed(cfg) and not cfg.run.dry_run:
-        print("[driver] starting Ray and the vLLM server(s) while the learner is built", flush=True)
-        early = ClusterStart(cfg, model_path, run_dir)
-        clock.mark("ray ready")
+    if overlap:
+        print(
+            "[driver] starting the vLLM server(s) and the rollout worker while the learner is built",
+            flush=True,
+        )
+        early = ClusterStart(cfg, model_path, run_dir, ray_start)
     try:
         learner = C.build_learner(cfg, model_path)
         checkpoint = C.latest_checkpoint(run_dir)
@@ -142,6 +147,7 @@ class Driver:
         self.cfg, self.run_dir, self.model_path = cfg, run_dir, model_path
         self.early, self.clock = early, clock or PhaseClock()
         self.sft_metrics: dict = {}
+        self.start_checkpoint: Path | None = None
         self.learner, self.dist, self.checkpoint = learner, dist, checkpoint
         self.start_iteration = int(state.get("iteration", 0))
         self.checkpoint_metrics = state.get("metrics_row")
@@ -173,8 +179,10 @@ class Driver:
             flush=True,
         )
         try:
-            if self.checkpoint is None:
-                self.sft_metrics = self._lora_warm_start()  # beside the cluster's start when it overlaps
+            if self.checkpoint is None:  # iteration 0's work that needs no server, beside the cluster's start
+                self.sft_metrics = self._lora_warm_start()
+                self.start_checkpoint = self._save(0, dict(vars(self.sampler_state)))
+                _keep_start_adapter(self.start_checkpoint / "adapter", self.run_dir)
             if self.early is not None:
                 cluster = self.early.result()
             else:
@@ -336,8 +344,7 @@ class Driver:
             report = json.loads(warm_report.read_text())
             metrics.update({"sft/demonstrations": report["demonstrations"], "sft/loss": report["epoch_losses"][-1],
                             "time/sft": report["seconds"]})  # fmt: skip
-        ckpt = self._save(0, dict(vars(self.sampler_state)))
-        _keep_start_adapter(ckpt / "adapter", self.run_dir)
+        ckpt = self.start_checkpoint or self._save(0, dict(vars(self.sampler_state)))
         cluster.publish(ckpt / "adapter", 0)
         if self.cfg.eval.enabled:
             cluster.submit_eval(ckpt, 0, self.schedule.budget(1))

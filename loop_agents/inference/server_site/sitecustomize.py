@@ -3,7 +3,7 @@ loop_agents.inference.vllm_cpu_lora_ops for LoRA.
 
 The server's environment puts this directory first on PYTHONPATH and sets LOOP_AGENTS_DIE_WITH_PARENT=1, so
 vLLM's own children (EngineCore, spawned by the api_server; its Workers and multiprocessing's resource tracker)
-get a parent-death SIGKILL too (spawned ones when they start, forked ones right after the fork). Without it, a SIGKILLed api_server (Ray SIGKILLs the children of a dead
+get a parent-death SIGKILL too. Without it, a SIGKILLed api_server (Ray SIGKILLs the children of a dead
 worker, so a SIGKILLed training driver ends that way) leaves EngineCore running forever under init, holding
 its CPU threads and KV-cache memory. A process that already has a parent-death signal (the api_server, which
 we spawn with SIGTERM) keeps it. Another sitecustomize further down the path is still imported.
@@ -24,15 +24,6 @@ if os.environ.get("LOOP_AGENTS_DIE_WITH_PARENT") == "1" and sys.platform.startsw
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() == 1:  # the parent died before the signal was armed
             os._exit(1)
-
-    def _arm_in_forked_child() -> None:
-        """fork clears the parent-death signal and runs no sitecustomize: vLLM's forked EngineCore/Worker
-        arm it here."""
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() == 1:
-            os._exit(1)
-
-    os.register_at_fork(after_in_child=_arm_in_forked_child)
 
 
 if os.environ.get("LOOP_AGENTS_CPU_LORA_OPS") == "1":
