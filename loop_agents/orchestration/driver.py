@@ -296,10 +296,15 @@ class Driver:
         if cfg.eval.enabled and cfg.run.iterations > self.start_iteration:
             began = time.perf_counter()
             best = best_record(self.run_dir)
-            held_out = evaluate_held_out(
-                cluster, cfg, self.run_dir, int(cfg.run.iterations), best[0] if best else None,
-                self.schedule.budget(int(cfg.run.iterations)),
-            )  # fmt: skip
+            try:  # training is done and saved: a failure here costs the held-out numbers, not the run
+                held_out = evaluate_held_out(
+                    cluster, cfg, self.run_dir, int(cfg.run.iterations), best[0] if best else None,
+                    self.schedule.budget(int(cfg.run.iterations)),
+                )  # fmt: skip
+            except Exception as exc:  # noqa: BLE001
+                print(
+                    f"[driver] held-out evaluation failed ({type(exc).__name__}: {exc}); no held-out numbers"
+                )
             if held_out is not None:
                 self.log.log(held_out["row"], int(cfg.run.iterations))
             self.clock.eval_wait_s += time.perf_counter() - began
