@@ -4,8 +4,8 @@ and a bare vLLM API server of the same model (command → first completion), sid
 Sides (each a fresh process and run directory, the tiny model, no warm start, 1 iteration, no evaluation):
 - before: the start-up as it was (`run.overlap_startup=false`): one step after the other: model, learner,
   checkpoint 0, then Ray, vLLM and the rollout worker;
-- after:  the defaults: Ray starts at the run's first line, vLLM and the rollout worker as soon as the model path is
-  known, beside the learner's build and checkpoint 0's save;
+- after:  the defaults: Ray, vLLM and the rollout worker start as soon as the model path is known, beside the
+  learner's build and checkpoint 0's save;
 - bare:   `python -m vllm.entrypoints.openai.api_server --model <same dir>` with vLLM's defaults (but a 1 GiB KV
   cache, `VLLM_CPU_KVCACHE_SPACE=1`: the default 92 % of RAM does not fit a shared machine), then one completion;
   the floor for any wrapper.

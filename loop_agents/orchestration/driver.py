@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
-from loop_agents.orchestration.early_start import ClusterStart, RayStart, overlap_allowed
+from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
 from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.run_log import RunLog
@@ -41,8 +41,6 @@ def run(cfg: DictConfig) -> None:
     clock.mark("imports done")
     warm_cached = _warm_start_cached(cfg, run_dir)
     overlap = dist.is_driver and overlap_allowed(cfg) and not cfg.run.dry_run
-    # Ray starts beside the model build / warm start and the learner's imports
-    ray_start = RayStart(cfg) if overlap else None
     began = time.perf_counter()
     model_path = dist.on_driver_first(lambda: policy_model_path(cfg, run_dir))
     if _full_warm_start(cfg):
@@ -55,7 +53,7 @@ def run(cfg: DictConfig) -> None:
             "[driver] starting the vLLM server(s) and the rollout worker while the learner is built",
             flush=True,
         )
-        early = ClusterStart(cfg, model_path, run_dir, ray_start)
+        early = ClusterStart(cfg, model_path, run_dir)
     try:
         learner = C.build_learner(cfg, model_path)
         checkpoint = C.latest_checkpoint(run_dir)

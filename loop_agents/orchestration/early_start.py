@@ -8,9 +8,6 @@ Not with exclusive GPU time-sharing, where the learner and the server take turns
 
 from __future__ import annotations
 
-import logging
-import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,58 +30,27 @@ def start_cluster(cfg: DictConfig, model_path: str, run_dir: Path):
     return Cluster(cfg, model_path, run_dir)
 
 
-class _NoThreadWarning(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("SIGTERM handler is not set")
+class ClusterStart:
+    """`start_cluster` in a background thread; `result()` waits for it (and re-raises its error).
 
+    Ray itself starts first, in the calling (main) thread: ray.init gives its GCS and raylet a parent-death
+    SIGKILL, which Linux sends when the *thread* that started them ends, so a helper thread would kill them."""
 
-def _exit_on_sigterm(signum, _frame) -> None:
-    sys.exit(signum)
-
-
-class RayStart:
-    """`ray.init` in a background thread from the run's first line: it needs nothing the run builds first
-    (model, warm start, learner). ray.init installs its SIGTERM handler (`sys.exit`) only from the main thread,
-    so the same handler is installed here, from the main thread."""
-
-    def __init__(self, cfg: DictConfig):
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._init, args=(cfg,), name="ray-start", daemon=True)
-        self._thread.start()
-
-    def _init(self, cfg: DictConfig) -> None:
+    def __init__(self, cfg: DictConfig, model_path: str, run_dir: Path):
         from loop_agents.orchestration.cluster import init_ray
 
-        logging.getLogger("ray._private.worker").addFilter(_NoThreadWarning())
-        try:
-            init_ray(cfg)
-        except BaseException as exc:  # noqa: BLE001 - handed to wait()
-            self.error = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-        if self.error is not None:
-            raise self.error
-
-
-class ClusterStart:
-    """`start_cluster` in a background thread (after `ray_start`); `result()` waits for it (and re-raises its error)."""
-
-    def __init__(self, cfg: DictConfig, model_path: str, run_dir: Path, ray_start: RayStart | None = None):
         self.began = time.monotonic()
+        init_ray(cfg)
         self.ready_after_s: float | None = None  # seconds from `began` until the cluster was up
         self._cluster = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=self._start, args=(cfg, model_path, run_dir, ray_start), name="cluster-start", daemon=True
+            target=self._start, args=(cfg, model_path, run_dir), name="cluster-start", daemon=True
         )
         self._thread.start()
 
-    def _start(self, cfg: DictConfig, model_path: str, run_dir: Path, ray_start: RayStart | None) -> None:
+    def _start(self, cfg: DictConfig, model_path: str, run_dir: Path) -> None:
         try:
-            if ray_start is not None:
-                ray_start.wait()
             self._cluster = start_cluster(cfg, model_path, run_dir)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
             self._error = exc

