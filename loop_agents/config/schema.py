@@ -157,6 +157,9 @@ class EvalConfig:
     max_tasks: int | None = None  # cap on tasks per evaluation (None = whole split)
     runs_per_task: int = 1  # evaluations per task (the paper: 5)
     best_metric: str = "success_rate"  # metric that picks the `best` checkpoint
+    # after training, score start/best/final on this many further tasks of `split` that the selection (the
+    # first max_tasks) never saw; None = all the rest, 0 = off (logged as held_out/<label>/<metric>)
+    held_out_tasks: int | None = None
 
 
 @dataclass
@@ -182,6 +185,8 @@ class RunConfig:
     iterations: int = 200  # RL iterations
     keep_checkpoints: int = 3  # checkpoints kept on disk (plus `best`)
     dry_run: bool = False  # build and print the plan (actors, devices, memory) without running
+    # start Ray and the vLLM server(s) while the learner is built (not with exclusive GPU time-sharing)
+    overlap_startup: bool = True
 
 
 @dataclass

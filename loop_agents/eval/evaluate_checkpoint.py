@@ -55,6 +55,7 @@ from loop_agents.eval.eval_target import (
     resolve_checkpoint,
 )
 from loop_agents.eval.inference_endpoints import InferenceEndpoints
+from loop_agents.eval.result_lines import evaluate_line
 from loop_agents.eval.tables import format_report
 from loop_agents.redaction import redacted_yaml
 from loop_agents.rollout.trajectory import Trajectory
@@ -235,7 +236,7 @@ async def play(
 
 def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], runs: int) -> dict[str, Any]:
     """Success, reward, TGC/SGC (mean ± std over complete runs) and behaviour metrics of the saved episodes."""
-    from loop_agents.eval.behaviour import behaviour_metrics
+    from loop_agents.eval.behaviour import applies_to, behaviour_metrics
     from loop_agents.eval.episode_metrics import evaluation_metrics
     from loop_agents.eval.goal_completion import goal_completion_by_difficulty, task_results_from_trajectories
     from loop_agents.eval.tables import summarize_runs
@@ -259,7 +260,8 @@ def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], run
     def metrics_of(episodes: list[Trajectory]) -> dict[str, float]:
         metrics = rollout_metrics(episodes, prefix="eval")
         metrics.update(evaluation_metrics(episodes, scenario_of, prep.difficulties))
-        metrics.update(behaviour_metrics(episodes))
+        if applies_to(str(prep.cfg.env.name)):
+            metrics.update(behaviour_metrics(episodes))
         return metrics
 
     # Means only over complete runs: a mean over the tasks that happened to finish is not the split's score.
@@ -347,6 +349,7 @@ def evaluate(request: EvalRequest, prep: Prepared | None = None) -> dict[str, An
     }
     (prep.out / "metrics.json").write_text(json.dumps(report, indent=2, default=str))
     print(format_report(report))
+    print(evaluate_line(report), flush=True)
     return report
 
 

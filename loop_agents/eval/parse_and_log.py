@@ -289,7 +289,8 @@ def score(inputs: Inputs, appworld_python: str | None = None) -> list[RunScore]:
             "reward_mean": sum(float(t.reward) for t in source.trajectories) / len(source.trajectories),
             "per_task_success": {r.task_id: r.success for r in results},
         }
-        scores.append(RunScore(source, gc, extra, behaviour_metrics(source.trajectories)))
+        behaviour = behaviour_metrics(source.trajectories) if inputs.scenarios == "appworld" else {}
+        scores.append(RunScore(source, gc, extra, behaviour))
     return scores
 
 
@@ -351,6 +352,7 @@ def log_wandb(mode: str, project: str, directory: Path, inputs: Inputs, records:
 
 # ---------------------------------------------------------------------------------------- main
 def parse_and_log(values: dict[str, Any]) -> dict[str, Any]:
+    from loop_agents.eval.result_lines import parse_and_log_line
     from loop_agents.eval.tables import goal_completion_table, summarize_runs
 
     if "experiment" not in values:
@@ -393,6 +395,7 @@ def parse_and_log(values: dict[str, Any]) -> dict[str, Any]:
         f"[{PROG}] appended {len(records)} line(s) to {results_file}"
         + (f"; wandb ({mode}) {wandb_dir}" if wandb_dir else "")
     )
+    print(parse_and_log_line(records[0]["experiment"], inputs.split, summary, len(scores), str(results_file)))
     return {"records": records, "summary": summary, "scores": scores, "wandb_dir": wandb_dir}
 
 

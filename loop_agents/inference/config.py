@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,9 @@ class InferenceConfig:
         None  # CPU only: OMP threads of the engine (OMP_NUM_THREADS; None = vLLM's choice)
     )
     cpu_threads_bind: str | None = None  # CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. "0-3", "auto", "nobind"
+    # CPU only: LD_PRELOAD tcmalloc + Intel OpenMP where found (inference/cpu_runtime.py). Off unless
+    # LOOP_AGENTS_CPU_PRELOAD=1: not faster on the 2-core development machine (benchmarks/cpu_preload.py)
+    cpu_preload: bool = field(default_factory=lambda: os.environ.get("LOOP_AGENTS_CPU_PRELOAD") == "1")
     dtype: str = "auto"  # model dtype; "float32" makes CPU logprobs match an fp32 learner to ~1e-6
     seed: int = 0  # server sampling seed (requests may carry their own seed)
     enforce_eager: bool = False  # disable CUDA graphs / compilation

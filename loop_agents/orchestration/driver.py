@@ -23,9 +23,11 @@ from omegaconf import DictConfig, OmegaConf
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
+from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
 from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.run_log import RunLog
+from loop_agents.orchestration.run_report import PhaseClock, finish, print_eval_line
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
 from loop_agents.redaction import redact, redacted_yaml
@@ -35,22 +37,55 @@ def run(cfg: DictConfig) -> None:
     """Entry point called by train.py on every rank."""
     dist = Distributed.from_environment(cfg.gpu_allocation.device)
     run_dir = Path(cfg.run.dir)
+    clock = PhaseClock()
+    clock.mark("imports done")
+    warm_cached = _warm_start_cached(cfg, run_dir)
+    overlap = dist.is_driver and overlap_allowed(cfg) and not cfg.run.dry_run
+    began = time.perf_counter()
     model_path = dist.on_driver_first(lambda: policy_model_path(cfg, run_dir))
-    learner = C.build_learner(cfg, model_path)
-    checkpoint = C.latest_checkpoint(run_dir)
-    state = learner.load_checkpoint(checkpoint) if checkpoint else {}
-    if cfg.learner.stress_test and not checkpoint:
-        learner.stress_test()
+    if _full_warm_start(cfg):
+        clock.warm_start_cached = warm_cached
+        clock.warm_start_s = None if warm_cached else time.perf_counter() - began
+    clock.mark("model ready")
+    early = None
+    if overlap:
+        print(
+            "[driver] starting the vLLM server(s) and the rollout worker while the learner is built",
+            flush=True,
+        )
+        early = ClusterStart(cfg, model_path, run_dir)
+    try:
+        learner = C.build_learner(cfg, model_path)
+        checkpoint = C.latest_checkpoint(run_dir)
+        state = learner.load_checkpoint(checkpoint) if checkpoint else {}
+        if cfg.learner.stress_test and not checkpoint:
+            learner.stress_test()
+        clock.mark("learner ready")
+    except BaseException:
+        if early is not None:
+            early.abandon()
+        raise
     try:
         if dist.is_driver:
             try:
-                Driver(cfg, run_dir, model_path, learner, dist, state, checkpoint).run()
+                Driver(
+                    cfg, run_dir, model_path, learner, dist, state, checkpoint, early=early, clock=clock
+                ).run()
             finally:
                 dist.broadcast(("stop", None))
         else:
             _follow(cfg, learner, dist)
     finally:
         dist.shutdown()
+
+
+def _full_warm_start(cfg: DictConfig) -> bool:
+    return cfg.learner.sft_epochs > 0 and cfg.learner.sft_target == "full"
+
+
+def _warm_start_cached(cfg: DictConfig, run_dir: Path) -> bool:
+    """Whether the full-weight warm model was built by an earlier run (this one then reuses it)."""
+    return _full_warm_start(cfg) and (run_dir / "warm_model" / "warm_start.json").is_file()
 
 
 def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
@@ -117,9 +152,13 @@ class Driver:
     """Rank 0: owns the cluster, the sampler and the logs; every learner call is broadcast first."""
 
     def __init__(
-        self, cfg: DictConfig, run_dir: Path, model_path: str, learner, dist, state: dict, checkpoint
-    ):
+        self, cfg: DictConfig, run_dir: Path, model_path: str, learner, dist, state: dict, checkpoint,
+        early: ClusterStart | None = None, clock: PhaseClock | None = None,
+    ):  # fmt: skip
         self.cfg, self.run_dir, self.model_path = cfg, run_dir, model_path
+        self.early, self.clock = early, clock or PhaseClock()
+        self.sft_metrics: dict = {}
+        self.start_checkpoint: Path | None = None
         self.learner, self.dist, self.checkpoint = learner, dist, checkpoint
         self.start_iteration = int(state.get("iteration", 0))
         self.checkpoint_metrics = state.get("metrics_row")
@@ -150,10 +189,25 @@ class Driver:
             f"iterations {self.start_iteration + 1}..{cfg.run.iterations}",
             flush=True,
         )
-        prepare_environment(cfg)
-        cluster = Cluster(cfg, self.model_path, self.run_dir)
+        try:
+            if self.checkpoint is None:  # iteration 0's work that needs no server, beside the cluster's start
+                self.sft_metrics = self._lora_warm_start()
+                self.start_checkpoint = self._save(0, dict(vars(self.sampler_state)))
+                _keep_start_adapter(self.start_checkpoint / "adapter", self.run_dir)
+            if self.early is not None:
+                cluster = self.early.result()
+            else:
+                prepare_environment(cfg)
+                cluster = Cluster(cfg, self.model_path, self.run_dir)
+        except BaseException:
+            if self.early is not None:
+                self.early.abandon()
+            self.log.finish()
+            raise
+        self.clock.mark("cluster ready")
         try:
             self._run(cluster)
+            self._report(cluster)
         finally:
             cluster.shutdown()
             self.log.finish()
@@ -173,6 +227,7 @@ class Driver:
         pending = None
         for iteration in range(self.start_iteration + 1, cfg.run.iterations + 1):
             t_iter = time.perf_counter()
+            self.clock.mark_first_rollout()
             if pending is None:
                 pending = self._submit(cluster, sampler, iteration)
             sampler_after, tasks, ref = pending
@@ -217,7 +272,7 @@ class Driver:
             if self._eval_due(iteration):
                 cluster.submit_eval(ckpt, iteration, self.schedule.budget(iteration))
             for eval_iteration, eval_metrics in cluster.finished_evals():
-                self.log.log(eval_metrics, eval_iteration)
+                self._log_eval(eval_metrics, eval_iteration)
             total = time.perf_counter() - t_iter
             metrics.update(
                 {
@@ -230,10 +285,41 @@ class Driver:
             print(C.format_progress(iteration, cfg.run.iterations, metrics), flush=True)
             if cfg.logging.plots:
                 self.log.plot()
+        t_wait = time.perf_counter()
         for eval_iteration, eval_metrics in cluster.finished_evals(wait=True):
-            self.log.log(eval_metrics, eval_iteration)
+            self._log_eval(eval_metrics, eval_iteration)
+        self.clock.eval_wait_s += time.perf_counter() - t_wait
         if cfg.logging.plots:
             self.log.plot()
+
+    # ------------------------------------------------------------------ results
+    def _log_eval(self, metrics: dict, iteration: int) -> None:
+        """Log an evaluation and print its one result line."""
+        self.log.log(metrics, iteration)
+        print_eval_line(self.cfg, self.run_dir, iteration, metrics)
+
+    def _report(self, cluster: Cluster) -> None:
+        """After training: the held-out evaluation of start/best/final, then the run's closing summary."""
+        from loop_agents.eval.held_out import evaluate_held_out
+        from loop_agents.orchestration.run_report import best_record
+
+        cfg, held_out = self.cfg, None
+        if cfg.eval.enabled and cfg.run.iterations > self.start_iteration:
+            began = time.perf_counter()
+            best = best_record(self.run_dir)
+            try:  # training is done and saved: a failure here costs the held-out numbers, not the run
+                held_out = evaluate_held_out(
+                    cluster, cfg, self.run_dir, int(cfg.run.iterations), best[0] if best else None,
+                    self.schedule.budget(int(cfg.run.iterations)),
+                )  # fmt: skip
+            except Exception as exc:  # noqa: BLE001
+                print(
+                    f"[driver] held-out evaluation failed ({type(exc).__name__}: {exc}); no held-out numbers"
+                )
+            if held_out is not None:
+                self.log.log(held_out["row"], int(cfg.run.iterations))
+            self.clock.eval_wait_s += time.perf_counter() - began
+        finish(cfg, self.run_dir, self.log.rows(), self.clock, self.start_iteration + 1, held_out)
 
     # ------------------------------------------------------------------ steps
     def _eval_due(self, iteration: int) -> bool:
@@ -266,14 +352,7 @@ class Driver:
         """Iteration 0: the policy RL starts from (after a LoRA warm start if configured), saved,
         published and evaluated, so every curve has its starting point."""
         t0 = time.perf_counter()
-        metrics: dict = {}
-        if self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora":
-            demos, _ = _demonstrations(self.cfg, self.model_path)
-            sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
-            metrics = {**{f"sft/{k}": v for k, v in sft.items()}, "sft/demonstrations": len(demos)}
-            print(
-                f"[driver] LoRA warm start on {len(demos)} demonstrations: loss {sft.get('loss', float('nan')):.3f}"
-            )
+        metrics: dict = dict(self.sft_metrics)
         warm_report = Path(self.model_path) / "warm_start.json"
         if warm_report.exists():
             import json
@@ -283,9 +362,33 @@ class Driver:
                             "time/sft": report["seconds"], "sft/epochs": len(report["epoch_losses"])})  # fmt: skip
             if report.get("epoch_checks"):
                 metrics["sft/p_optimal_heldout"] = report["epoch_checks"][-1]["readiness"]
-        ckpt = self._save(0, dict(vars(self.sampler_state)))
+        ckpt = self.start_checkpoint or self._save(0, dict(vars(self.sampler_state)))
         cluster.publish(ckpt / "adapter", 0)
         if self.cfg.eval.enabled:
             cluster.submit_eval(ckpt, 0, self.schedule.budget(1))
-        metrics.setdefault("time/sft", time.perf_counter() - t0)
+        metrics.setdefault("time/sft", time.perf_counter() - t0 + self.clock.lora_sft_s)
         self.log.log(metrics, 0)
+
+    def _lora_warm_start(self) -> dict:
+        """The LoRA warm start (learner.sft_target=lora) on demonstrations; needs no server."""
+        if not (self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora"):
+            return {}
+        t0 = time.perf_counter()
+        demos, _ = _demonstrations(self.cfg, self.model_path)
+        sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
+        self.clock.lora_sft_s = time.perf_counter() - t0
+        print(
+            f"[driver] LoRA warm start on {len(demos)} demonstrations: loss {sft.get('loss', float('nan')):.3f}"
+        )
+        return {**{f"sft/{k}": v for k, v in sft.items()}, "sft/demonstrations": len(demos)}
+
+
+def _keep_start_adapter(adapter: Path, run_dir: Path) -> None:
+    """Copy iteration 0's adapter aside: the held-out evaluation scores it after checkpoint pruning."""
+    import shutil
+
+    from loop_agents.eval.held_out import START_ADAPTER
+
+    target = run_dir / START_ADAPTER
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(adapter, target)

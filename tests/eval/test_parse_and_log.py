@@ -153,6 +153,9 @@ def test_trajectories_give_one_line_per_run(tmp_path, capsys):
     assert first["source"] == "trajectories" and first["behaviour/num_trajectories"] == 4.0
     out = capsys.readouterr().out
     assert "mean over 2 runs" in out and "87.5 ± 17.7" in out  # std of (75, 100)
+    assert out.splitlines()[-1].startswith(
+        f"[parse_and_log] {first['experiment']} on dev: TGC 0.875 SGC 0.750 (± "
+    )
     # without AppWorld's evaluation details each task is its own scenario (SGC == TGC)
     for traj in run0:
         traj.reward_details = {"difficulty": traj.reward_details["difficulty"]}

@@ -36,7 +36,7 @@ def _command(run_dir: Path) -> list[str]:
         sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}", "run.iterations=3",
         "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=2", "algorithm.minibatch_size=4",
         "learner.sft_epochs=1", "env.options.demo_count=16", "llm.max_new_tokens=16",
-        "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2",
+        "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2", "eval.held_out_tasks=2",
         "logging.wandb_mode=disabled", "logging.plots=true", "learner.stress_test=false",
         "logging.wandb_entity=${oc.env:LOOP_TEST_API_KEY}",  # a secret wired into the config
     ]  # fmt: skip
@@ -116,6 +116,26 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     second_output = (tmp_path / "second.log").read_text()
     assert second.returncode == 0, second_output[-4000:]
     assert "iterations 3..3" in second_output
+    # every evaluation says its result in one line, and the run ends with its summary
+    assert re.search(
+        r"^\[eval iter 3\] dev success \d\.\d\d \(3 tasks\) \| best success \d\.\d\d @\d$",
+        second_output,
+        re.M,
+    )
+    assert f"== result of {run_dir}" in second_output
+    assert re.search(
+        r"^selection \(3 dev tasks, picks the best\): dev success .* \(iter 0\) → .* \(iter 3\)",
+        second_output,
+        re.M,
+    )
+    assert re.search(
+        r"^held out \(2 other dev tasks, unseen by the selection\): start(=best)? @0: success ",
+        second_output,
+        re.M,
+    )
+    assert re.search(
+        r"^time: warm start cached \| start-up \d+ s \| rollout .* \| total ", second_output, re.M
+    )
     starts = re.findall(r"^=== .* starting: ", (run_dir / "logs" / "vllm_0.log").read_text(), re.M)
     assert len(starts) == 3  # the first run's server, the resumed run's, and its restart after the kill
 
@@ -126,6 +146,10 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert [r["collect/retried"] for r in rows if r.get("iteration") == 3 and "rollout/count" in r][0] >= 1
     eval_rows = {r["iteration"] for r in rows if "eval/success_rate" in r}
     assert {0, 3} <= eval_rows  # the start policy and the last checkpoint were scored
+    held_out = [r for r in rows if "held_out/num_tasks" in r]
+    # the held-out tasks (gemhunt_10003, gemhunt_10004) follow the 3 selection tasks
+    assert len(held_out) == 1 and held_out[0]["held_out/start/num_tasks"] == 2.0
+    assert json.loads((run_dir / "summary.json").read_text())["held_out"]["held_out/num_tasks"] == 2
 
     # the sampler resumed exactly: iteration 3 drew what an uninterrupted run draws
     sampler = TaskSampler(task_ids("train"), seed=0)

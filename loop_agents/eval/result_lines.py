@@ -1,0 +1,165 @@
+"""The one-line results a person reads at the end of each evaluation and of each run (pure formatting).
+
+- `eval_line`: `[eval iter 21] dev success 0.96 (100 tasks) | best 0.96 @21`; AppWorld shows TGC and SGC.
+- `run_summary`: the held-out metric start → end (best @ iteration), wall time per phase, where the plots,
+  the viewer command and the best checkpoint are.
+- `evaluate_line` / `parse_and_log_line`: the final line of `scripts/evaluate.py` and `scripts/parse_and_log.py`.
+Values are fractions in [0, 1], printed with 2 decimals (3 for TGC/SGC, which AppWorld reports in 0.1 %).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+GOAL_COMPLETION_ENVS = ("appworld",)  # environments whose headline numbers are TGC and SGC
+
+
+def headline(metrics: Mapping[str, Any], env: str, prefix: str = "eval/") -> str:
+    """`success 0.96` (or `TGC 0.452 SGC 0.301` for AppWorld) from one evaluation's metrics."""
+    if env in GOAL_COMPLETION_ENVS:
+        return f"TGC {_num(metrics.get(prefix + 'tgc'), 3)} SGC {_num(metrics.get(prefix + 'sgc'), 3)}"
+    return f"success {_num(metrics.get(prefix + 'success_rate'))}"
+
+
+def metric_label(best_metric: str) -> str:
+    return {"success_rate": "success", "tgc": "TGC", "sgc": "SGC", "reward_mean": "reward"}.get(
+        best_metric, best_metric
+    )
+
+
+def eval_line(
+    iteration: int,
+    split: str,
+    metrics: Mapping[str, Any],
+    env: str,
+    best: tuple[int, float] | None,
+    best_metric: str = "success_rate",
+) -> str:
+    """`[eval iter 21] dev success 0.96 (100 tasks) | best 0.96 @21`; `best` is (iteration, value) or None."""
+    tasks = metrics.get("eval/num_tasks")
+    runs = metrics.get("eval/num_runs")
+    size = f"{int(tasks)} tasks" if tasks is not None else "? tasks"
+    if runs is not None and runs > 1:
+        size += f" x {int(runs)} runs"
+    line = f"[eval iter {iteration}] {split} {headline(metrics, env)} ({size})"
+    if metrics.get("eval/lost"):
+        line += f", {int(metrics['eval/lost'])} lost"
+    if best is not None:
+        line += f" | best {metric_label(best_metric)} {_num(best[1], _digits(best_metric))} @{best[0]}"
+    return line
+
+
+def _digits(metric: str) -> int:
+    return 3 if metric in ("tgc", "sgc") else 2
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{float(value):.{digits}f}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 120:
+        return f"{value / 60:.1f} min"
+    return f"{value:.0f} s"
+
+
+def phase_line(phases: Mapping[str, float | None]) -> str:
+    """`time: warm start 948 s | start-up 31 s | ...` in the given order; None = did not run (shown as such)."""
+    cells = [f"{name} {'cached' if value is None else _seconds(value)}" for name, value in phases.items()]
+    return "time: " + " | ".join(cells)
+
+
+def run_summary(
+    run_dir: str,
+    split: str,
+    env: str,
+    best_metric: str,
+    selection: Sequence[tuple[int, Mapping[str, Any]]],
+    best: tuple[int, float] | None,
+    held_out: Mapping[str, Any] | None,
+    phases: Mapping[str, float | None],
+    plots: bool,
+) -> list[str]:
+    """The run's closing lines.
+
+    selection: (iteration, eval metrics) of every evaluation on the selection tasks, in iteration order.
+    held_out: {"num_tasks": n, "results": [(label, iteration, metrics with eval/ keys), ...]} or None.
+    """
+    label = metric_label(best_metric)
+    digits = _digits(best_metric)
+    lines = [f"== result of {run_dir}"]
+    if selection:
+        (first_it, first), (last_it, last) = selection[0], selection[-1]
+        n = first.get("eval/num_tasks")
+        key = f"eval/{best_metric}"
+        text = (
+            f"{split} {label} {_num(first.get(key), digits)} (iter {first_it}) → "
+            f"{_num(last.get(key), digits)} (iter {last_it})"
+        )
+        if best is not None:
+            text += f", best {_num(best[1], digits)} @{best[0]}"
+        lines.append(f"selection ({int(n) if n is not None else '?'} {split} tasks, picks the best): {text}")
+    else:
+        lines.append("no evaluation ran (eval.enabled=false or no evaluation finished)")
+    if held_out and held_out.get("results"):
+        cells = [f"{name} @{it}: {headline(m, env)}" for name, it, m in held_out["results"]]
+        lines.append(
+            f"held out ({held_out['num_tasks']} other {split} tasks, unseen by the selection): "
+            + ", ".join(cells)
+        )
+    lines.append(phase_line(phases))
+    where = []
+    if plots:
+        where.append(f"plots {run_dir}/plots/")
+    where.append(f"viewer: python -m loop_agents.view {run_dir}")
+    if best is not None:
+        where.append(f"best checkpoint {run_dir}/checkpoints/best (iteration {best[0]})")
+    lines.append(" | ".join(where))
+    return lines
+
+
+def evaluate_line(report: Mapping[str, Any]) -> str:
+    """The last line of scripts/evaluate.py: what was scored, its headline numbers, where they are."""
+    metrics = report.get("metrics") or {}
+    env = str(report.get("env"))
+    official = report.get("official")
+    text = headline(metrics, env) if metrics else "no episodes"
+    if env in GOAL_COMPLETION_ENVS and official:
+        aggregate = official["goal_completion"].get("aggregate", {})
+        text += f" (official: TGC {_num(aggregate.get('tgc'), 3)} SGC {_num(aggregate.get('sgc'), 3)})"
+    elif env not in GOAL_COMPLETION_ENVS and "eval/reward_mean" in metrics:
+        text += f", reward {_num(metrics['eval/reward_mean'])}"
+    runs = report.get("runs", 1)
+    size = f"{report.get('num_tasks')} tasks" + (f" x {runs} runs" if runs and runs > 1 else "")
+    return (
+        f"[evaluate] {report.get('checkpoint')} on {env}/{report.get('split')}: {text} ({size}, "
+        f"{len(report.get('complete_runs', []))} complete runs) -> {report.get('out')}/metrics.json"
+    )
+
+
+def parse_and_log_line(
+    experiment: str,
+    split: str | None,
+    summary: Mapping[str, Mapping[str, float]],
+    runs: int,
+    results_file: str,
+) -> str:
+    """The last line of scripts/parse_and_log.py: aggregate TGC/SGC (mean over runs) and the results file."""
+    aggregate = summary.get("aggregate", {})
+    spread = ""
+    if runs > 1:
+        spread = (
+            f" (± {_num(aggregate.get('tgc_std'), 3)} / {_num(aggregate.get('sgc_std'), 3)} over {runs} runs)"
+        )
+    tasks = aggregate.get("num_tasks")
+    return (
+        f"[parse_and_log] {experiment} on {split or 'unknown'}: TGC {_num(aggregate.get('tgc'), 3)} "
+        f"SGC {_num(aggregate.get('sgc'), 3)}{spread}, {int(tasks) if tasks is not None else '?'} tasks "
+        f"-> {results_file}"
+    )
