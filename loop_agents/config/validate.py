@@ -27,6 +27,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
     "learner.sft_target": ("lora", "full"),
+    "learner.share_prefix": ("auto", "on", "off"),
+    "learner.precision": ("fp32", "bf16", "auto"),
     "logging.wandb_mode": ("offline", "online", "disabled"),
 }
 
@@ -64,6 +66,9 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "eval.runs_per_task": (1, True),
     "rollout.episode_retries": (0, True),
     "learner.sft_epochs": (0, True),
+    "learner.share_prefix_min_tokens": (1, True),
+    "algorithm.sampler_logprobs_tolerance": (0.0, False),
+    "algorithm.sampler_logprobs_recheck_every": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,
