@@ -444,6 +444,7 @@ class Learner(LearnerCheckpointing):
             "num_trajectories": float(len(items)),
             "lr": float(lr),
             "tokens_per_s": sum(s["packed_tokens"] for s in steps) / max(train_seconds, 1e-9),
+            "prefix_tokens_saved": sum(s["prefix_tokens_saved"] for s in steps),  # training phase
             "iteration_seconds": time.perf_counter() - start,
             **stats,
             **recompute,
