@@ -144,3 +144,36 @@ def test_share_prefix_on_with_activation_checkpointing_is_rejected(tiny_model_di
         learner_config(tiny_model_dir, share_prefix="on", activation_checkpointing=True).validate()
     with pytest.raises(ValueError, match="learner.share_prefix='sometimes'"):
         learner_config(tiny_model_dir, share_prefix="sometimes").validate()
+
+
+def test_critic_reference_and_entropy_paths_are_unchanged_by_sharing(tiny_model_dir):
+    """PPO with a critic (gae, value clip), a KL reference (adapter off) and the entropy bonus: the value,
+    reference and entropy outputs come after the decoder, so sharing must leave every metric unchanged."""
+    from loop_agents.algorithms import preset
+
+    algorithm = preset("ppo_gae")
+    algorithm.kl_coef, algorithm.entropy_coef = 0.05, 0.01
+    runs = []
+    for mode in ("off", "on"):
+        learner = Learner(
+            learner_config(
+                tiny_model_dir,
+                epochs=1,
+                value_head_hidden=[16],
+                minibatch_size=9,
+                micro_token_budget=400,
+                share_prefix=mode,
+            ),
+            algorithm,
+        )
+        batch = make_shared_batch(seed=1)
+        values = learner.compute_values(batch)
+        result = compute_advantages(batch, algorithm, values=values)
+        metrics = learner.train_iteration(batch, result.token_advantages, result.returns)
+        runs.append((values, metrics, learner.trainable_state()))
+    (values_off, off, state_off), (values_on, on, state_on) = runs
+    assert on["prefix_tokens_saved"] > 0 and off["prefix_tokens_saved"] == 0
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(values_off, values_on, strict=True))
+    for key in ("loss", "value_loss", "kl_ref_k3", "entropy", "grad_norm"):
+        assert on[key] == pytest.approx(off[key], rel=1e-4, abs=1e-6), key
+    assert all(torch.allclose(state_on[k], state_off[k], atol=2e-5) for k in state_off)
