@@ -6,10 +6,17 @@ repetition; the learner's number is its own `tokens_per_s` (training phase: pack
 forward + backward + step; old log-probs from the sampler so that both sides do the same work).
 The raw loop pads the batch to [B, T], takes full-vocabulary logits, log-softmax, PPO-clip loss.
 Goal: learner / raw >= 0.9.
+
+Beside the wall-clock ratio, `cpu_ratio` compares tokens per CPU-second of this process for the same
+steps (the learner's whole `train_iteration`, the raw step): on the shared 2-core machine, wall-clock
+ratios swing between 0.4 and 4 with the other agents' load, CPU time much less. `share_prefix_off_vs_auto`
+runs a second learner with learner.share_prefix=off on the same (unshared) batch, to show that the
+default `auto` costs nothing where nothing is shared.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 import time
@@ -99,14 +106,26 @@ def run(
     raw_model = ref.load_lora_policy(model_dir, cfg)
     raw_opt = ref.make_optimizer(raw_model, cfg)
     advantages = torch.tensor([t.advantage for t in trajectories])
-    learner.train_iteration(trajectories)  # warm-up both
+    plain = Learner(copy.deepcopy(learner.cfg), algorithm)
+    plain.cfg.share_prefix = "off"
+    plain.share_mode = "off"
+    learner.train_iteration(trajectories)  # warm-up all three
+    plain.train_iteration(trajectories)
     _raw_step(raw_model, raw_opt, trajectories, advantages)
     learner_rates, raw_rates = [], []
+    learner_cpu, raw_cpu, plain_cpu = [], [], []
+    packed = sum(len(t.token_ids) for t in trajectories)
     for _ in range(repetitions):
+        cpu = time.process_time()
         learner_rates.append(learner.train_iteration(trajectories)["tokens_per_s"])
-        start = time.perf_counter()
+        learner_cpu.append(packed / (time.process_time() - cpu))
+        cpu, start = time.process_time(), time.perf_counter()
         tokens = _raw_step(raw_model, raw_opt, trajectories, advantages)
         raw_rates.append(tokens / (time.perf_counter() - start))
+        raw_cpu.append(tokens / (time.process_time() - cpu))
+        cpu = time.process_time()
+        plain.train_iteration(trajectories)
+        plain_cpu.append(packed / (time.process_time() - cpu))
     learner_best, raw_best = max(learner_rates), max(raw_rates)
     return {
         "batch": f"{num_trajectories} x <= {length} tokens",
@@ -114,6 +133,11 @@ def run(
         "learner_tokens_per_s": round(learner_best, 1),
         "raw_torch_peft_tokens_per_s": round(raw_best, 1),
         "ratio": round(learner_best / raw_best, 3),
+        "learner_tokens_per_cpu_s": round(max(learner_cpu), 1),
+        "raw_torch_peft_tokens_per_cpu_s": round(max(raw_cpu), 1),
+        "cpu_ratio": round(max(learner_cpu) / max(raw_cpu), 3),
+        "share_prefix_off_tokens_per_cpu_s": round(max(plain_cpu), 1),
+        "share_prefix_auto_vs_off": round(max(learner_cpu) / max(plain_cpu), 3),
         "goal": ">= 0.9",
     }
 
@@ -126,7 +150,9 @@ def bench(quick: bool = False) -> dict:
         **result,
         "ratio_definition": "learner tokens/s / raw torch+peft tokens/s (best of the repetitions, interleaved)",
         "summary": f"learner {result['learner_tokens_per_s']:.0f} tok/s vs raw torch+peft "
-        f"{result['raw_torch_peft_tokens_per_s']:.0f} tok/s ({result['batch']}, {result['threads']} threads)",
+        f"{result['raw_torch_peft_tokens_per_s']:.0f} tok/s ({result['batch']}, {result['threads']} threads); "
+        f"per CPU-second {result['learner_tokens_per_cpu_s']:.0f} vs {result['raw_torch_peft_tokens_per_cpu_s']:.0f} "
+        f"({result['cpu_ratio']:.2f}); share_prefix auto vs off {result['share_prefix_auto_vs_off']:.2f}",
     }
 
 

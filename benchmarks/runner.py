@@ -53,6 +53,13 @@ BENCHMARKS: list[Benchmark] = [
         ">= 0.9",
     ),
     Benchmark(
+        "learner_prefix_sharing",
+        "benchmarks.learner_prefix_sharing:bench",
+        "Learner tokens/s with shared-prefix learning vs unshared, K = 6 trajectories sharing a long prompt "
+        "(old log-probs from the sampler and bf16 autocast measured beside)",
+        ">= 2.5",
+    ),
+    Benchmark(
         "rollout_throughput",
         "benchmarks.rollout_throughput:bench",
         "Generated tokens/s through our client vs raw HTTP to the same vLLM server, same prompts and concurrency",

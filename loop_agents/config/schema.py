@@ -95,6 +95,13 @@ class AlgorithmConfig:
     warmup_iterations: int = 0  # LR warm-up length in iterations
     max_grad_norm: float = 0.1  # global grad-norm clip
     recompute_old_logprobs: bool = True  # LOOP: recompute pi_old with the learner before the epochs
+    sampler_logprobs_if_agree: bool = False  # with recompute: once a recompute agrees with the sampler's logprobs, use those as pi_old (skips a forward)
+    sampler_logprobs_tolerance: float = (
+        1e-3  # agreement: max |sampler - recomputed| token logprob <= this (nats)
+    )
+    sampler_logprobs_recheck_every: int = (
+        10  # while the sampler is trusted, recompute and re-check every N iterations
+    )
     high_kl_threshold: float | None = (
         20.0  # skip the step and stop the iteration's epochs above this KL(π_old‖π_θ) (nats/trajectory); null = off
     )
@@ -139,6 +146,13 @@ class LearnerConfig:
     activation_checkpointing: bool = False  # recompute activations in backward (GPU presets)
     stress_test: bool = True  # one fwd/bwd at max_seq_len at start so OOM shows in minute one
     logprob_chunk_size: int = 1024  # positions per chunk when computing token logprobs
+    share_prefix: str = (
+        "auto"  # run a micro-batch's common prefix once: auto (>= share_prefix_min_tokens) | on | off
+    )
+    share_prefix_min_tokens: int = 32  # auto: smallest common prefix worth a separate prefix forward
+    precision: str = (
+        "fp32"  # learner compute: fp32 | bf16 (autocast) | auto (bf16 where the CPU/GPU has bf16 units)
+    )
     sft_epochs: int = 0  # warm-start SFT epochs on demonstrations before RL (0 = none)
     sft_lr: float = 1e-3  # warm-start learning rate
     sft_target: str = "lora"  # lora: SFT the adapter, RL continues on it | full: SFT all weights into run_dir/warm_model (tiny models), RL trains a fresh LoRA on it

@@ -27,6 +27,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
     "learner.sft_target": ("lora", "full"),
+    "learner.share_prefix": ("auto", "on", "off"),
+    "learner.precision": ("fp32", "bf16", "auto"),
     "logging.wandb_mode": ("offline", "online", "disabled"),
 }
 
@@ -67,6 +69,9 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "learner.sft_until_p_optimal": (0.0, False),
     "learner.sft_check_episodes": (1, True),
     "learner.sft_max_epochs": (0, True),
+    "learner.share_prefix_min_tokens": (1, True),
+    "algorithm.sampler_logprobs_tolerance": (0.0, False),
+    "algorithm.sampler_logprobs_recheck_every": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,

@@ -8,6 +8,8 @@ LORA_TARGETS_ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_pr
 DTYPES = ("float32", "bfloat16", "float16")
 SCHEDULERS = ("constant", "linear_warmup", "cosine")
 OVERLONG_POLICIES = ("truncate", "drop")
+SHARE_PREFIX_MODES = ("auto", "on", "off")
+PRECISIONS = ("fp32", "bf16", "auto")
 
 
 @dataclass
@@ -38,6 +40,16 @@ class LearnerConfig:
     max_seq_len: int = 32768  # longest trajectory trained on
     overlong_policy: str = "truncate"  # "truncate" (keep the prefix) or "drop"; both counted
     recompute_old_logprobs: bool = True  # LOOP: recompute π_old with the learner; False: sampler logprobs
+    sampler_logprobs_if_agree: bool = (
+        False  # with recompute: use the sampler's logprobs as π_old once a recompute agrees
+    )
+    sampler_logprobs_tolerance: float = 1e-3  # agreement = max |sampler - recomputed| logprob <= this (nats)
+    sampler_logprobs_recheck_every: int = 10  # while trusted, recompute and re-check every N iterations
+    share_prefix: str = (
+        "auto"  # shared-prefix forward per micro-batch: auto (prefix >= min tokens) | on | off
+    )
+    share_prefix_min_tokens: int = 32  # auto: share a micro-batch's common prefix from this length on
+    precision: str = "fp32"  # compute precision: fp32 | bf16 (autocast) | auto (bf16 where the device has it)
     activation_checkpointing: bool = False  # recompute decoder layers in backward (GPU presets: True)
     use_fsdp: bool = True  # with torch.distributed initialised: shard with FSDP2 fully_shard
     value_head_hidden: list[int] = field(default_factory=list)  # critic MLP widths; [] = no value head
@@ -53,6 +65,8 @@ class LearnerConfig:
             ("dtype", DTYPES),
             ("scheduler", SCHEDULERS),
             ("overlong_policy", OVERLONG_POLICIES),
+            ("share_prefix", SHARE_PREFIX_MODES),
+            ("precision", PRECISIONS),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"learner.{name}={getattr(self, name)!r} is not one of {allowed}")
@@ -63,8 +77,17 @@ class LearnerConfig:
             "micro_token_budget",
             "logprob_chunk_size",
             "max_seq_len",
+            "share_prefix_min_tokens",
+            "sampler_logprobs_recheck_every",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"learner.{name} must be >= 1, got {getattr(self, name)}")
         if self.max_grad_norm <= 0 or self.temperature <= 0:
             raise ValueError("learner.max_grad_norm and learner.temperature must be > 0")
+        if self.sampler_logprobs_tolerance <= 0:
+            raise ValueError("learner.sampler_logprobs_tolerance must be > 0")
+        if self.share_prefix == "on" and self.activation_checkpointing:
+            raise ValueError(
+                "learner.share_prefix=on needs activation_checkpointing=false (the prefix's key/value cache "
+                "cannot be recomputed in backward); use share_prefix=auto or off"
+            )

@@ -9,6 +9,9 @@ attention kernel is varlen (`flash_attention_2` reads the restarting position id
 build a dense block-diagonal mask. For those, a micro-batch whose padded layout is cheaper
 (k * max L_i^2 < N^2) runs as [k, max L_i] right-padded rows instead; the hidden states are then
 put back in packed order, so everything after the decoder is the same for both layouts.
+
+A micro-batch whose trajectories share their first P tokens (`shared_prefix=P`) runs the prefix once and
+the suffixes on its key/value cache (prefix_sharing.py), again returning hidden states in packed order.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from torch import nn
 
 from loop_agents.learner.config import LearnerConfig
 from loop_agents.learner.logprobs import chunked_token_logprobs, chunked_token_logprobs_and_entropy
+from loop_agents.learner.prefix_sharing import shared_prefix_hidden
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -78,10 +82,15 @@ class PolicyModel(nn.Module):
         targets: torch.Tensor,
         with_values: bool = False,
         with_entropy: bool = False,
+        shared_prefix: int = 0,
     ) -> TokenOutputs:
         """input_ids, position_ids: [1, N] (positions restart at 0 per packed trajectory);
-        gather_index, targets: [n]. Returns [n] log π(targets | prefix), values and entropies (or None)."""
-        hidden = self._decoder_hidden(input_ids, position_ids)
+        gather_index, targets: [n]; shared_prefix: P > 0 when all packed trajectories start with the same
+        P tokens (computed once). Returns [n] log π(targets | prefix), values and entropies (or None)."""
+        if shared_prefix > 0:
+            hidden = shared_prefix_hidden(self.causal_lm.model, input_ids, position_ids, shared_prefix)
+        else:
+            hidden = self._decoder_hidden(input_ids, position_ids)
         selected = hidden.index_select(0, gather_index)
         head = (selected, self.causal_lm.lm_head.weight, targets, self.chunk_size, self.temperature)
         entropy = None

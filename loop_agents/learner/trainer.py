@@ -9,13 +9,17 @@ Choices (compare loop_agents/reference.py, the readable oracle this must agree w
   GLOBAL minibatch, so sharding and gradient accumulation do not change it. FSDP averages gradients
   over ranks, so each rank's loss is scaled by W to make the reduction a sum.
 - Old log-probs are recomputed with the current weights before the epochs (LOOP) or taken from the
-  sampler (async mode). Recompute-vs-sampler differences are reported.
+  sampler (async mode). Recompute-vs-sampler differences are reported. With `sampler_logprobs_if_agree`
+  the sampler's are used once a recompute agrees with them (old_logprobs.py), re-checked periodically.
+- A micro-batch whose trajectories share a prefix computes it once (prefix_sharing.py); the forward runs
+  under bf16 autocast where `precision` asks for it and the device has it (precision.py).
 - Gradient norm: reduced across ranks exactly once, then clipped (ml-loop reduces twice).
 - AdamW over the trainable parameters (LoRA, value head); LR scheduler stepped once per iteration.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import warnings
@@ -42,12 +46,17 @@ from loop_agents.learner.distributed import (
 )
 from loop_agents.learner.learner_checkpoint import LearnerCheckpointing
 from loop_agents.learner.model import TokenOutputs, load_policy
+from loop_agents.learner.old_logprobs import SamplerLogprobTrust
+from loop_agents.learner.precision import autocast_dtype
+from loop_agents.learner.prefix_sharing import prefix_micro_batches, shareable_prefix
 from loop_agents.learner.scheduler import make_scheduler
 from loop_agents.learner.train_items import TrainItem, prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 
+log = logging.getLogger(__name__)
+
 # Accumulated per optimizer step, summed across ranks.
-_SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens", "entropy")
+_SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens", "entropy", "shared")
 
 
 class Learner(LearnerCheckpointing):
@@ -81,6 +90,17 @@ class Learner(LearnerCheckpointing):
         self.iteration = 0
         self.global_step = 0
         self.step_history: list[dict[str, float]] = []
+        self.share_mode = cfg.share_prefix
+        if cfg.share_prefix == "auto" and cfg.activation_checkpointing:
+            log.info(
+                "learner.share_prefix=auto: off under activation checkpointing (the prefix cache is not recomputed)"
+            )
+            self.share_mode = "off"
+        self.autocast = autocast_dtype(cfg.precision, self.ctx.device)
+        self.sampler_trust = SamplerLogprobTrust(
+            cfg.sampler_logprobs_tolerance, cfg.sampler_logprobs_recheck_every
+        )
+        self._logged_once: set[str] = set()
 
     # ------------------------------------------------------------------ forward passes
     def _pack(self, items: list[TrainItem], indices: list[int]) -> PackedBatch:
@@ -88,26 +108,86 @@ class Learner(LearnerCheckpointing):
             [items[i].token_ids for i in indices], [items[i].loss_mask for i in indices], self.ctx.device
         )
 
-    def _dummy_batch(self) -> PackedBatch:
+    def _dummy_batch(self, shared: bool = False) -> PackedBatch:
+        """A zero-weight micro-step; `shared` runs it as a 1-token prefix + 2 suffixes (two decoder passes)."""
+        if shared:
+            return pack([[0, 0], [0, 0]], [[0, 1], [0, 1]], self.ctx.device)
         return pack([[0, 0]], [[0, 1]], self.ctx.device)
 
-    def _run(self, batch: PackedBatch, with_values: bool, with_entropy: bool = False) -> TokenOutputs:
-        return self.policy(
-            batch.input_ids,
-            batch.position_ids,
-            batch.gather_index,
-            batch.targets,
-            with_values=with_values,
-            with_entropy=with_entropy,
+    def _run(
+        self, batch: PackedBatch, with_values: bool, with_entropy: bool = False, shared_prefix: int = 0
+    ) -> TokenOutputs:
+        autocast = (
+            torch.autocast(self.ctx.device.type, dtype=self.autocast)
+            if self.autocast is not None
+            else nullcontext()
         )
+        with autocast:
+            return self.policy(
+                batch.input_ids,
+                batch.position_ids,
+                batch.gather_index,
+                batch.targets,
+                with_values=with_values,
+                with_entropy=with_entropy,
+                shared_prefix=shared_prefix,
+            )
 
-    def _rank_plan(self, items: list[TrainItem], indices: list[int]) -> tuple[list[list[int]], int]:
-        """This rank's micro-batches for `indices`, and the number of micro-steps every rank runs."""
+    def _log_once(self, key: str, message: str) -> None:
+        if key not in self._logged_once and self.ctx.is_main:
+            self._logged_once.add(key)
+            log.info(message + " (logged once)")
+
+    def _rank_plan(self, items: list[TrainItem], indices: list[int]) -> tuple[list[list[int]], list[int]]:
+        """This rank's micro-batches for `indices`, and per micro-step the shared prefix length (0 = unshared).
+
+        The prefix list is as long as the most micro-steps any rank runs (the rest are dummies). Under FSDP
+        with several ranks a step shares only if every rank's micro-batch of that step does, so all ranks
+        make the same number of decoder passes (their all-gathers stay in lockstep); a dummy of a shared
+        step gets prefix 1 (_dummy_batch(shared=True))."""
         lengths = {i: len(items[i].token_ids) for i in indices}
         dense = [lengths.get(i, 0) for i in range(max(indices) + 1)] if indices else []
         per_rank = balanced_assignment(indices, dense, self.ctx.world_size)
-        plans = [micro_batches(r, dense, self.cfg.micro_token_budget) for r in per_rank]
-        return plans[self.ctx.rank], max(len(p) for p in plans)
+        mode, min_tokens = self.share_mode, self.cfg.share_prefix_min_tokens
+        if mode == "off":
+            plans = [micro_batches(r, dense, self.cfg.micro_token_budget) for r in per_rank]
+            return plans[self.ctx.rank], [0] * max(len(p) for p in plans)
+        token_ids = {i: items[i].token_ids for i in indices}
+        budget = self.cfg.micro_token_budget
+        plans = [prefix_micro_batches(r, token_ids, budget, mode, min_tokens) for r in per_rank]
+        prefixes = [
+            [shareable_prefix([token_ids[i] for i in mb], mode, min_tokens) for mb in p] for p in plans
+        ]
+        for plan, plan_prefixes in zip(plans, prefixes, strict=True):
+            for mb, prefix in zip(plan, plan_prefixes, strict=True):
+                if len(mb) > 1 and prefix == 0:
+                    shared = [token_ids[i] for i in mb]
+                    self._log_once(
+                        "unshared",
+                        f"learner.share_prefix={mode}: a micro-batch of {len(mb)} trajectories shares fewer than "
+                        f"{1 if mode == 'on' else min_tokens} leading tokens (lengths "
+                        f"{[len(t) for t in shared]}): computed unshared",
+                    )
+        for r, plan_prefixes in enumerate(prefixes):
+            if not any(
+                plan_prefixes
+            ):  # nothing shared on this rank: the plain plan, summation order included
+                plans[r] = micro_batches(per_rank[r], dense, budget)
+                prefixes[r] = [0] * len(plans[r])
+        steps = max(len(p) for p in plans)
+        mine = prefixes[self.ctx.rank] + [0] * (steps - len(plans[self.ctx.rank]))
+        if not (self.fsdp and self.ctx.world_size > 1):
+            return plans[self.ctx.rank], mine
+        lockstep = []
+        for k in range(steps):
+            shared = all(p[k] > 0 for p in prefixes if k < len(p))
+            if not shared and any(k < len(p) and p[k] > 0 for p in prefixes):
+                self._log_once(
+                    "lockstep",
+                    "learner.share_prefix: a step whose micro-batch is unshared on one rank runs unshared on all ranks",
+                )
+            lockstep.append((mine[k] if k < len(plans[self.ctx.rank]) else 1) if shared else 0)
+        return plans[self.ctx.rank], lockstep
 
     @torch.no_grad()
     def _forward_all(
@@ -120,15 +200,15 @@ class Learner(LearnerCheckpointing):
             offsets.append(offsets[-1] + s)
         logprob_buf = torch.zeros(offsets[-1], dtype=torch.float32)
         value_buf = torch.zeros(offsets[-1], dtype=torch.float32)
-        plan, steps = self._rank_plan(items, list(range(len(items))))
+        plan, prefixes = self._rank_plan(items, list(range(len(items))))
         self.policy.eval()
         adapter_off = self.policy.peft_model.disable_adapter() if base_model else nullcontext()
         with adapter_off:
-            for k in range(steps):
+            for k, prefix in enumerate(prefixes):
                 if k >= len(plan):
-                    self._run(self._dummy_batch(), with_values)
+                    self._run(self._dummy_batch(prefix > 0), with_values, shared_prefix=prefix)
                     continue
-                logprobs, values, _ = self._run(self._pack(items, plan[k]), with_values)
+                logprobs, values, _ = self._run(self._pack(items, plan[k]), with_values, shared_prefix=prefix)
                 parts = torch.split(logprobs.float().cpu(), [sizes[i] for i in plan[k]])
                 vparts = (
                     torch.split(values.float().cpu(), [sizes[i] for i in plan[k]])
@@ -183,16 +263,18 @@ class Learner(LearnerCheckpointing):
         with_entropy = alg.entropy_coef > 0
         scale = float(self.ctx.world_size) if self.fsdp else 1.0
         sums = torch.zeros(len(_SUMS), dtype=torch.float64)
-        plan, steps = self._rank_plan(items, minibatch)
-        for k in range(steps):
+        plan, prefixes = self._rank_plan(items, minibatch)
+        for k, prefix in enumerate(prefixes):
             if k >= len(plan):  # keep FSDP collectives in lockstep; contributes nothing
-                logprobs, values, _ = self._run(self._dummy_batch(), with_values, with_entropy)
+                logprobs, values, _ = self._run(
+                    self._dummy_batch(prefix > 0), with_values, with_entropy, prefix
+                )
                 zero = logprobs.sum() * 0.0 + (values.sum() * 0.0 if values is not None else 0.0)
                 zero.backward()
                 continue
             mb = plan[k]
             batch = self._pack(items, mb)
-            logprobs, values, entropy = self._run(batch, with_values, with_entropy)
+            logprobs, values, entropy = self._run(batch, with_values, with_entropy, prefix)
 
             def cat(tensors: list[torch.Tensor], mb: list[int] = mb) -> torch.Tensor:
                 return torch.cat([tensors[i] for i in mb]).to(dev)
@@ -223,6 +305,7 @@ class Learner(LearnerCheckpointing):
             if old:
                 sums[3] += float(k3_kl(logprobs.detach() - old_lp).sum())
             sums[6] += float(batch.num_tokens)
+            sums[8] += float((len(mb) - 1) * prefix)
         self.ctx.all_reduce_sum(sums)
         grad_norm = clip_grad_norm_once(self.params, self.cfg.max_grad_norm, self.ctx)
         skipped = not math.isfinite(grad_norm)
@@ -245,6 +328,7 @@ class Learner(LearnerCheckpointing):
             "kl_ref_k3": float(sums[5]) / tokens,
             "trained_tokens": float(sums[2]),
             "packed_tokens": float(sums[6]),
+            "prefix_tokens_saved": float(sums[8]),  # token-forwards not run thanks to shared prefixes
             "skipped_nonfinite": float(skipped),
             "kl_old_per_trajectory": kl_per_trajectory,
             "high_kl": float(high_kl),
@@ -304,7 +388,8 @@ class Learner(LearnerCheckpointing):
         old: list[torch.Tensor] = []
         recompute = {}
         if not is_sft:
-            if self.cfg.recompute_old_logprobs:
+            checked = self.cfg.recompute_old_logprobs and self.cfg.sampler_logprobs_if_agree
+            if self.cfg.recompute_old_logprobs and (not checked or self.sampler_trust.should_recompute()):
                 old, _ = self._forward_all(items)
                 diffs = (
                     torch.cat([(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True)])
@@ -315,8 +400,14 @@ class Learner(LearnerCheckpointing):
                     "recompute/abs_logprob_diff_mean": float(diffs.mean()),
                     "recompute/abs_logprob_diff_max": float(diffs.max()),
                 }
+                if checked:
+                    self.sampler_trust.record_check(float(diffs.max()), self.iteration, self.ctx.is_main)
+                    recompute["old_logprobs/from_sampler"] = 0.0
             else:
                 old = [it.sample_logprobs for it in items]
+                if checked:
+                    self.sampler_trust.record_sampler_iteration()
+                    recompute["old_logprobs/from_sampler"] = 1.0
         ref = self._forward_all(items, base_model=True)[0] if alg.kl_coef > 0 and not is_sft else None
         old_values = None
         if alg.value_clip is not None and alg.advantage_estimator == "gae":
@@ -353,6 +444,7 @@ class Learner(LearnerCheckpointing):
             "num_trajectories": float(len(items)),
             "lr": float(lr),
             "tokens_per_s": sum(s["packed_tokens"] for s in steps) / max(train_seconds, 1e-9),
+            "prefix_tokens_saved": sum(s["prefix_tokens_saved"] for s in steps),  # training phase
             "iteration_seconds": time.perf_counter() - start,
             **stats,
             **recompute,

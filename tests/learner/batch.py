@@ -45,6 +45,37 @@ def make_batch(seed: int = 0, groups: int = 3, k: int = 3) -> list[Trajectory]:
     return trajectories
 
 
+def make_shared_batch(seed: int = 0, groups: int = 3, k: int = 3, system_len: int = 6) -> list[Trajectory]:
+    """AppWorld-shaped: every trajectory starts with the same system prompt, the K of a group with the same
+    task prompt after it; then turns of sampled tokens and observations (as make_batch)."""
+    rng = random.Random(seed)
+    system = [rng.randint(10, 1000) for _ in range(system_len)]
+    trajectories = []
+    for g in range(groups):
+        prompt = system + [rng.randint(10, 1000) for _ in range(rng.randint(4, 8))]
+        for i in range(k):
+            ids, mask = list(prompt), [0] * len(prompt)
+            for _ in range(2):
+                action = rng.randint(3, 9)
+                ids += [rng.randint(10, 1000) for _ in range(action)]
+                mask += [1] * action
+                obs = rng.randint(2, 6)
+                ids += [rng.randint(10, 1000) for _ in range(obs)]
+                mask += [0] * obs
+            trajectories.append(
+                Trajectory(
+                    task_id=f"task{g}",
+                    group_id=f"task{g}",
+                    sample_index=i,
+                    token_ids=ids,
+                    loss_mask=mask,
+                    sample_logprobs=[-1.0 if m else 0.0 for m in mask],
+                    reward=round(rng.random(), 3),
+                )
+            )
+    return trajectories
+
+
 def learner_config(model_dir: str, **overrides) -> LearnerConfig:
     base = dict(
         model_path=model_dir,

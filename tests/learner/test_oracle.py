@@ -61,8 +61,11 @@ def test_learner_matches_reference_single_process(tiny_model_dir, reference_resu
     assert reported == [(step, 6) for step in range(1, 7)]  # the driver's progress bar
 
 
-def run_torchrun(args: list[str], nproc: int = 2, timeout: int = 240, dtype: str = "float32") -> None:
+def run_torchrun(
+    args: list[str], nproc: int = 2, timeout: int = 240, dtype: str = "float32", extra_env: dict | None = None
+) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "LOOP_TEST_DTYPE": dtype}
+    env.update(extra_env or {})
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--standalone"]
     proc = subprocess.run(
         cmd + ["-m", "tests.learner.worker", *args],

@@ -1,0 +1,72 @@
+"""π_old from the sampler once a recompute agrees with it (learner.sampler_logprobs_if_agree)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from loop_agents.algorithms import compute_advantages
+from loop_agents.learner import Learner
+from loop_agents.learner.old_logprobs import SamplerLogprobTrust
+from loop_agents.learner.train_items import prepare_items
+from tests.learner.batch import learner_config, loop_algorithm, make_batch
+
+
+def test_trust_follows_the_checks_and_rechecks_periodically(caplog):
+    trust = SamplerLogprobTrust(tolerance=1e-3, recheck_every=2)
+    assert trust.should_recompute()  # nothing checked yet
+    assert trust.record_check(5e-4, iteration=0)
+    assert not trust.should_recompute()
+    trust.record_sampler_iteration()
+    assert not trust.should_recompute()
+    trust.record_sampler_iteration()
+    assert trust.should_recompute()  # 2 iterations on the sampler's: re-check
+    with caplog.at_level(logging.WARNING, logger="loop_agents.learner.old_logprobs"):
+        assert not trust.record_check(2e-3, iteration=3)
+    assert trust.should_recompute()
+    assert len(caplog.records) == 1 and "max |diff| 0.002 > learner.sampler_logprobs_tolerance" in caplog.text
+
+
+def _with_exact_sampler_logprobs(learner: Learner, seed: int):
+    """A batch whose sampling log-probs are the learner's own recomputation (what vLLM gives in sync mode)."""
+    batch = make_batch(seed=seed)
+    compute_advantages(batch, loop_algorithm())
+    items, _ = prepare_items(batch, None, None, learner.cfg, need_advantages=True)
+    recomputed, _ = learner._forward_all(items)
+    for traj, logprobs in zip(batch, recomputed, strict=True):
+        full = torch.zeros(len(traj.token_ids))
+        full[torch.tensor(traj.loss_mask, dtype=torch.bool)] = logprobs
+        traj.sample_logprobs = full.tolist()
+    return batch
+
+
+def test_agreeing_sampler_logprobs_replace_the_recompute_with_the_same_update(tiny_model_dir):
+    recompute = Learner(learner_config(tiny_model_dir), loop_algorithm())
+    checked = Learner(
+        learner_config(tiny_model_dir, sampler_logprobs_if_agree=True, sampler_logprobs_tolerance=1e-5),
+        loop_algorithm(),
+    )
+    flags = []
+    for iteration in range(2):
+        batch = _with_exact_sampler_logprobs(recompute, seed=iteration)
+        recompute.train_iteration(batch)
+        flags.append(checked.train_iteration(batch)["old_logprobs/from_sampler"])
+    assert flags == [0.0, 1.0]  # iteration 0 checks (and agrees), iteration 1 skips the forward
+    for ours, theirs in zip(checked.step_history, recompute.step_history, strict=True):
+        assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-5, abs=1e-7)
+    a, b = checked.trainable_state(), recompute.trainable_state()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_disagreeing_sampler_logprobs_keep_the_recompute_loudly(tiny_model_dir, caplog):
+    learner = Learner(learner_config(tiny_model_dir, sampler_logprobs_if_agree=True), loop_algorithm())
+    flags = []
+    with caplog.at_level(logging.WARNING, logger="loop_agents.learner.old_logprobs"):
+        for iteration in range(2):
+            batch = make_batch(seed=iteration)  # sampling log-probs are a -1.0 placeholder
+            compute_advantages(batch, loop_algorithm())
+            flags.append(learner.train_iteration(batch)["old_logprobs/from_sampler"])
+    assert flags == [0.0, 0.0]
+    assert len(caplog.records) == 2 and "disagree" in caplog.records[0].getMessage()
