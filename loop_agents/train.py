@@ -8,7 +8,10 @@ Launch (any key is a Hydra override; `--cfg job` prints the composed config and 
     python -m loop_agents.train experiment=demo
 
 Rank 0 is the driver (Ray, inference, rollouts, evaluator); every rank is a learner rank (FSDP2).
-Rerunning the same command with the same `run.dir` resumes from the newest complete checkpoint.
+Rerunning the same command with the same `run.dir` resumes from the newest complete checkpoint. A single-process
+run does that by itself when its training process dies (`run.auto_resume_attempts`, loop_agents/supervisor.py);
+under torchrun / accelerate launch, pass the launcher's `--max_restarts N`: it restarts every rank, which resume
+from the same checkpoint.
 """
 
 from __future__ import annotations
@@ -50,6 +53,23 @@ def main(argv: list[str] | None = None) -> None:
 
         print(json.dumps(plan(cfg), indent=2))
         return
+    from pathlib import Path
+
+    from loop_agents.supervisor import (
+        UNRECOVERABLE,
+        missing_model_path,
+        resume_point,
+        should_supervise,
+        supervise,
+        train_command,
+    )
+
+    missing = missing_model_path(str(cfg.llm.model_path))
+    if missing is not None:
+        print(missing, file=sys.stderr, flush=True)
+        raise SystemExit(UNRECOVERABLE)
+    if should_supervise(cfg.run.auto_resume_attempts):
+        raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
 
@@ -57,6 +77,17 @@ def main(argv: list[str] | None = None) -> None:
         run(cfg)
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(UNRECOVERABLE) from None
+    except Exception as err:  # the traceback, then the exit line: what a person does next
+        import traceback
+
+        traceback.print_exc()
+        print(
+            f"run stopped by {type(err).__name__}; nothing before it is lost: the same command resumes from "
+            f"{resume_point(Path(cfg.run.dir))}",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(1) from None
 
 

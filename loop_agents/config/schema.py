@@ -177,6 +177,10 @@ class RunConfig:
     iterations: int = 200  # RL iterations
     keep_checkpoints: int = 3  # checkpoints kept on disk (plus `best`)
     dry_run: bool = False  # build and print the plan (actors, devices, memory) without running
+    max_actor_restarts: int = (
+        10  # Ray actors (rollout worker, inference, evaluator) recreated per launch before the run gives up
+    )
+    auto_resume_attempts: int = 3  # single-process runs: reruns from the last checkpoint after the training process dies, in a row without a new checkpoint (0 = off)
 
 
 @dataclass
