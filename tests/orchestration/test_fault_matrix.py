@@ -132,6 +132,8 @@ def _run_with_kills(tmp_path: Path, iterations: int, kills: dict[int, str]) -> t
                 run.kill()
     output = log.read_text()
     assert run.returncode == 0, output[-4000:]
+    leftover = subprocess.run(["pgrep", "-f", f"--model {run_dir}"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", "a vLLM process outlived its run"
     return run_dir, output, seconds
 
 
