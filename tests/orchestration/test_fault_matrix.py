@@ -93,6 +93,10 @@ def _victim_pid(victim: str, run_dir: Path, run: subprocess.Popen) -> int:
         return next(p.pid for p in _vllm_tree(run_dir) if "EngineCore" in " ".join(p.cmdline()) + p.name())
     if victim == "learner":  # the training process under the supervisor
         return psutil.Process(run.pid).children()[0].pid
+    if victim == "ray_gcs":  # the Ray head's GCS, started by the training process (local head)
+        return next(
+            p.pid for p in psutil.Process(run.pid).children(recursive=True) if p.name() == "gcs_server"
+        )
     raise ValueError(victim)
 
 
@@ -162,7 +166,7 @@ def test_rollout_worker_and_inference_actor_killed_the_run_finishes_every_iterat
     assert "[supervisor]" not in output  # the actors came back inside the same training process
 
 
-@pytest.mark.parametrize("victim", ["vllm_api_server", "vllm_engine_core", "evaluator", "learner"])
+@pytest.mark.parametrize("victim", ["vllm_api_server", "vllm_engine_core", "evaluator", "learner", "ray_gcs"])
 def test_one_process_killed_the_run_finishes_every_iteration(tmp_path: Path, victim: str) -> None:
     run_dir, output, _ = _run_with_kills(tmp_path, 3, {2: victim})
     _assert_every_iteration_once(run_dir, 3)
@@ -175,3 +179,32 @@ def test_one_process_killed_the_run_finishes_every_iteration(tmp_path: Path, vic
         assert "[supervisor]" not in output
     if victim == "evaluator":
         assert "[cluster] evaluator died" in output
+
+
+def test_learner_rank_killed_under_torchrun_max_restarts_resumes(tmp_path: Path) -> None:
+    """2 gloo ranks under `torchrun --max-restarts 1`: rank 1 is `kill -9`ed while iteration 2 samples; the
+    elastic agent restarts both ranks, which resume from checkpoint-1, and the run finishes with exit 0."""
+    run_dir, log = tmp_path / "run", tmp_path / "run.log"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--max-restarts", "1",
+               "-m", *_command(run_dir, 3)[2:]]  # fmt: skip
+    with log.open("w") as out:
+        run = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait_for(lambda: 1 in _training_rows(run_dir), run, log, "row 1")
+            _wait_for(lambda: _sampling(run_dir), run, log, "sampling in iteration 2")
+            rank_1 = next(
+                p for p in psutil.Process(run.pid).children(recursive=True) if p.environ().get("RANK") == "1"
+            )
+            rank_1.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            _wait_for(lambda: 2 in _training_rows(run_dir), run, log, "row 2")
+            print(f"fault matrix: learner rank 1 of 2 (torchrun --max-restarts 1) kill -9 in iteration 2: that "
+                  f"iteration completed {time.monotonic() - killed:.1f} s later (load {os.getloadavg()[0]:.1f})")  # fmt: skip
+            run.wait(timeout=900)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    output = log.read_text()
+    assert run.returncode == 0, output[-4000:]
+    _assert_every_iteration_once(run_dir, 3)
+    assert output.count("iterations 2..3") == 1  # rank 0 after the restart resumed at iteration 2
