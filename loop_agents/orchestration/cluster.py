@@ -59,7 +59,6 @@ class Collection:
     args: tuple  # RolloutWorker.collect's positional arguments
     version: int  # policy version of the adapter it samples from
     ref: Any  # the ObjectRef of the current submission
-    submitted: float  # time.monotonic() of the current submission
 
 
 class Cluster:
@@ -98,9 +97,7 @@ class Cluster:
         self._adapter_path: str | None = None
         self._version = 0
         self._collecting: dict[Collection, str | None] = {}  # collection in flight -> its adapter
-        self._retained: dict[
-            str, str
-        ] = {}  # replaced adapters kept loaded for a collection in flight -> path
+        self._retained: dict[str, str] = {}  # replaced adapter still sampled by a collection -> its path
         self._extras: dict[str, str] = {}  # evaluation adapters loaded on the servers -> path
         self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
 
@@ -263,13 +260,12 @@ class Cluster:
     def submit_collect(self, task_ids: list[str], k: int, max_turns: int, group_prefix: str, seed: int):
         """Start collecting K rollouts per task on the current adapter; returns a handle for `wait`."""
         args = (task_ids, k, max_turns, self.adapter, group_prefix, seed)
-        collection = Collection(args, self._version, None, 0.0)
+        collection = Collection(args, self._version, None)
         collection.ref = self._submit(collection)
         self._collecting[collection] = self.adapter
         return collection
 
     def _submit(self, collection: Collection):
-        collection.submitted = time.monotonic()
         return self.worker.collect.remote(*collection.args, policy_version=collection.version)
 
     def wait(self, collection: Collection, on_progress=None) -> tuple[list, dict[str, float]]:
