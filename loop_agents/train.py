@@ -58,7 +58,6 @@ def main(argv: list[str] | None = None) -> None:
     from loop_agents.supervisor import (
         UNRECOVERABLE,
         missing_model_path,
-        resume_point,
         should_supervise,
         supervise,
         train_command,
@@ -70,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(UNRECOVERABLE)
     if should_supervise(cfg.run.auto_resume_attempts):
         raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
+    sys.excepthook = _with_stop_line(Path(cfg.run.dir))
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
 
@@ -78,17 +78,23 @@ def main(argv: list[str] | None = None) -> None:
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(UNRECOVERABLE) from None
-    except Exception as err:  # the traceback, then the exit line: what a person does next
-        import traceback
 
-        traceback.print_exc()
+
+def _with_stop_line(run_dir):
+    """An excepthook that prints the traceback, then the run's exit line: what a person does next."""
+
+    from loop_agents.supervisor import resume_point
+
+    def hook(kind, err, trace) -> None:
+        sys.__excepthook__(kind, err, trace)
         print(
-            f"run stopped by {type(err).__name__}; nothing before it is lost: the same command resumes from "
-            f"{resume_point(Path(cfg.run.dir))}",
+            f"run stopped by {kind.__name__}; nothing before it is lost: the same command resumes from "
+            f"{resume_point(run_dir)}",
             file=sys.stderr,
             flush=True,
         )
-        raise SystemExit(1) from None
+
+    return hook
 
 
 if __name__ == "__main__":
