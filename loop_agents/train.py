@@ -36,6 +36,23 @@ def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
     return overrides, show
 
 
+def _with_stop_line(run_dir):
+    """An excepthook that prints the traceback, then the run's exit line: what a person does next."""
+
+    from loop_agents.supervisor import resume_point
+
+    def hook(kind, err, trace) -> None:
+        sys.__excepthook__(kind, err, trace)
+        print(
+            f"run stopped by {kind.__name__}; nothing before it is lost: the same command resumes from "
+            f"{resume_point(run_dir)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return hook
+
+
 def main(argv: list[str] | None = None) -> None:
     from loop_agents.config.load import compose_or_exit
 
@@ -78,23 +95,6 @@ def main(argv: list[str] | None = None) -> None:
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(UNRECOVERABLE) from None
-
-
-def _with_stop_line(run_dir):
-    """An excepthook that prints the traceback, then the run's exit line: what a person does next."""
-
-    from loop_agents.supervisor import resume_point
-
-    def hook(kind, err, trace) -> None:
-        sys.__excepthook__(kind, err, trace)
-        print(
-            f"run stopped by {kind.__name__}; nothing before it is lost: the same command resumes from "
-            f"{resume_point(run_dir)}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return hook
 
 
 if __name__ == "__main__":
