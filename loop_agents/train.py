@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
         run(cfg)
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
-        raise SystemExit(UNRECOVERABLE) from None
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
