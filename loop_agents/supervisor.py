@@ -4,7 +4,7 @@ the newest complete checkpoint.
 
 `python -m loop_agents.train ...` becomes this parent and one child running the real training. Each
 restart is one line with the reason and the iteration it resumes at. Not restarted: exit 0 (done), exit 2
-(a failure a restart cannot fix: bad config, missing file, a checkpoint that cannot be written or read),
+(a failure a restart cannot fix: bad config, a missing model path),
 and a child stopped because the supervisor itself was interrupted (Ctrl-C, SIGTERM: forwarded once).
 `run.auto_resume_attempts` bounds the restarts in a row that produced no new checkpoint; then the run
 stops with a line saying that the same command resumes. Multi-process launches (`torchrun`, `accelerate
