@@ -142,3 +142,19 @@ def test_cli_missing_model_exits_2_at_once(override: str) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["config error: llm.model_path /no/such/model does not exist"]
+
+
+def test_an_uncaught_error_ends_with_the_exit_line(tmp_path: Path, capsys) -> None:
+    from loop_agents.train import _with_stop_line
+
+    _checkpoint(tmp_path / "run", 4)
+    try:
+        raise RuntimeError("the raylet died")
+    except RuntimeError as err:
+        _with_stop_line(tmp_path / "run")(RuntimeError, err, err.__traceback__)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-2] == "RuntimeError: the raylet died"
+    assert lines[-1] == (
+        "run stopped by RuntimeError; nothing before it is lost: the same command resumes from "
+        "checkpoint-4 (iteration 5)"
+    )
