@@ -179,9 +179,7 @@ def test_one_process_killed_the_run_finishes_every_iteration(tmp_path: Path, vic
             "[supervisor] training process killed by SIGKILL; resuming from checkpoint-1 (iteration 2)"
             in output
         )
-    elif victim in ("ray_gcs", "ray_raylet"):
-        pass  # measured: the running actors work on without them; if the driver dies, the supervisor reruns it
-    else:
+    elif victim not in ("ray_gcs", "ray_raylet"):  # measured: running actors work on without the Ray head
         assert "[supervisor]" not in output
     if victim == "evaluator":
         assert "[cluster] evaluator died" in output
