@@ -52,6 +52,10 @@ class ActorRestartsExhausted(RuntimeError):
     """More actors died in this launch than `run.max_actor_restarts` allows."""
 
 
+class RayNodeLost(RuntimeError):
+    """Ray has no live node (its raylet or GCS died): no actor can be recreated in this process."""
+
+
 @dataclass(eq=False)  # identity: a dict key while in flight
 class Collection:
     """A collection in flight: what `wait` returns for, resubmittable on a new rollout worker."""
@@ -157,6 +161,18 @@ class Cluster:
         self.restarts[role] += 1
         return used
 
+    def _restart(self, role: str, what: str, err: Exception) -> int:
+        """`_spend_restart`, after checking that a Ray node is alive (else a new actor would wait forever
+        for one): RayNodeLost ends this process, and the supervisor reruns the run on a new Ray head."""
+        import ray
+
+        if not any(node.get("Alive") for node in ray.nodes()):
+            raise RayNodeLost(
+                f"{what} died ({type(err).__name__}) with its Ray node (raylet or GCS gone); the same "
+                "command on a new Ray head resumes"
+            ) from err
+        return self._spend_restart(role, what, err)
+
     def _log_restart(self, what: str, err: Exception, used: int, action: str, started: float) -> None:
         print(
             f"[cluster] {what} died ({type(err).__name__}); restart {used} of "
@@ -169,7 +185,7 @@ class Cluster:
         if self.worker is not dead:
             return
         started = time.monotonic()
-        used = self._spend_restart("rollout_worker", "rollout worker", err)
+        used = self._restart("rollout_worker", "rollout worker", err)
         self.worker = self._new_worker()
         for collection in self._collecting:
             collection.ref = self._submit(collection)
@@ -213,7 +229,7 @@ class Cluster:
 
         while True:
             started = time.monotonic()
-            used = self._spend_restart("inference", f"inference actor {index}", err)
+            used = self._restart("inference", f"inference actor {index}", err)
             server = self._server_cls.remote(*self._server_args[index])
             try:
                 url = ray.get(server.start.remote())
@@ -371,7 +387,7 @@ class Cluster:
         """
         restart = ""
         if self.evaluator is evaluator:  # not yet replaced for an earlier evaluation of the same death
-            used = self._spend_restart("evaluator", "evaluator", err)
+            used = self._restart("evaluator", "evaluator", err)
             self.evaluator = self._new_evaluator()
             restart = f"restart {used} of run.max_actor_restarts={self.max_actor_restarts}: "
         print(
