@@ -95,8 +95,11 @@ class Cluster:
         self.urls = ray.get([s.start.remote() for s in self.servers])
         for index, server in enumerate(self.servers):
             self._note_pid(f"inference_{index}", server)
-        self.worker = self._new_worker()
-        self.evaluator = self._new_evaluator() if cfg.eval.enabled else None
+        self.worker = self._new_worker(note_pid=False)  # both start at once; their pids are noted below
+        self.evaluator = self._new_evaluator(note_pid=False) if cfg.eval.enabled else None
+        self._note_pid("rollout_worker", self.worker)
+        if self.evaluator is not None:
+            self._note_pid("evaluator", self.evaluator)
         self.adapter: str | None = None
         self._adapter_path: str | None = None
         self._version = 0
@@ -129,14 +132,16 @@ class Cluster:
             self._on_servers(lambda s: s.resume.remote())
 
     # ------------------------------------------------------------------ actor restarts
-    def _new_worker(self):
+    def _new_worker(self, note_pid: bool = True):
         worker = self._worker_cls.remote(self._cfg_container, self.model_path, self.urls)
-        self._note_pid("rollout_worker", worker)
+        if note_pid:
+            self._note_pid("rollout_worker", worker)
         return worker
 
-    def _new_evaluator(self):
+    def _new_evaluator(self, note_pid: bool = True):
         evaluator = self._worker_cls.remote(self._cfg_container, self.model_path, self.urls, evaluation=True)
-        self._note_pid("evaluator", evaluator)
+        if note_pid:
+            self._note_pid("evaluator", evaluator)
         return evaluator
 
     def _note_pid(self, role: str, actor) -> None:
