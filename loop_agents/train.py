@@ -10,7 +10,10 @@ Launch (any key is a Hydra override; `--cfg job` prints the composed config and 
     python -m loop_agents.train experiment=demo
 
 Rank 0 is the driver (Ray, inference, rollouts, evaluator); every rank is a learner rank (FSDP2).
-Rerunning the same command with the same `run.dir` resumes from the newest complete checkpoint.
+Rerunning the same command with the same `run.dir` resumes from the newest complete checkpoint. A single-process
+run does that by itself when its training process dies (`run.auto_resume_attempts`, loop_agents/supervisor.py);
+under torchrun / accelerate launch, pass the launcher's `--max_restarts N`: it restarts every rank, which resume
+from the same checkpoint.
 """
 
 from __future__ import annotations
@@ -33,6 +36,23 @@ def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
         else:
             overrides.append(arg)
     return overrides, show
+
+
+def _with_stop_line(run_dir):
+    """An excepthook that prints the traceback, then the run's exit line: what a person does next."""
+
+    from loop_agents.supervisor import resume_point
+
+    def hook(kind, err, trace) -> None:
+        sys.__excepthook__(kind, err, trace)
+        print(
+            f"run stopped by {kind.__name__}; nothing before it is lost: the same command resumes from "
+            f"{resume_point(run_dir)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return hook
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,6 +85,23 @@ def main(argv: list[str] | None = None) -> None:
         if launched_rank() == 0:  # under a launcher every rank builds the plan; rank 0 prints it
             print(json.dumps(plan(cfg), indent=2))
         return
+    from pathlib import Path
+
+    from loop_agents.supervisor import (
+        UNRECOVERABLE,
+        missing_model_path,
+        should_supervise,
+        supervise,
+        train_command,
+    )
+
+    missing = missing_model_path(str(cfg.llm.model_path))
+    if missing is not None:
+        print(missing, file=sys.stderr, flush=True)
+        raise SystemExit(UNRECOVERABLE)
+    if should_supervise(cfg.run.auto_resume_attempts):
+        raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
+    sys.excepthook = _with_stop_line(Path(cfg.run.dir))
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
     from loop_agents.orchestration.environments import check_environment

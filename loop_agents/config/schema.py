@@ -201,6 +201,10 @@ class RunConfig:
     dry_run: bool = False  # build and print the plan (actors, devices, memory) without running
     # start Ray and the vLLM server(s) while the learner is built (not with exclusive GPU time-sharing)
     overlap_startup: bool = True
+    max_actor_restarts: int = (
+        10  # Ray actors (rollout worker, inference, evaluator) recreated per launch before the run gives up
+    )
+    auto_resume_attempts: int = 3  # single-process runs: reruns from the last checkpoint after the training process dies, in a row without a new checkpoint (0 = off)
 
 
 @dataclass

@@ -5,13 +5,26 @@ name on every server and switches the rollout worker to it (vLLM's runtime LoRA 
 With async one-step-off, the collection already in flight samples from the adapter being replaced,
 so that one stays loaded until the collection returns.
 The evaluator shares the servers under its own adapter name (`eval-<iteration>`), so evaluating never
-blocks a publish. A dead evaluator is recreated and its evaluation is submitted again.
+blocks a publish.
+
+Every actor comes back when it dies (`kill -9`, OOM, a segfault), up to `run.max_actor_restarts` times per
+launch (one log line each, counted in `cluster/actor_restarts`): a dead rollout worker is recreated and
+the collections it ran are submitted again with the same arguments (same tasks, groups and seed: the
+iteration keeps its number of groups; nothing it half-did reached the disk, the driver writes rollouts and
+metrics); a dead inference actor is recreated (its vLLM tree dies with it, the new one reaps what is
+left), the adapters the cluster knows are loaded again under the same names (policy, retained, evaluation)
+and the workers switch to its URL, so their failed requests are retried there; a dead evaluator is
+recreated and its evaluation submitted again. Each actor's pid is kept in `logs/actors.json`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +62,23 @@ def _use_ray_token_if_available() -> None:
     maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
+class ActorRestartsExhausted(RuntimeError):
+    """More actors died in this launch than `run.max_actor_restarts` allows."""
+
+
+class RayNodeLost(RuntimeError):
+    """Ray has no live node (its raylet or GCS died): no actor can be recreated in this process."""
+
+
+@dataclass(eq=False)  # identity: a dict key while in flight
+class Collection:
+    """A collection in flight: what `wait` returns for, resubmittable on a new rollout worker."""
+
+    args: tuple  # RolloutWorker.collect's positional arguments
+    version: int  # policy version of the adapter it samples from
+    ref: Any  # the ObjectRef of the current submission
+
+
 class Cluster:
     """Owns the actors of one run; every method is called by the driver (rank 0)."""
 
@@ -64,95 +94,246 @@ class Cluster:
         self._cfg_container = OmegaConf.to_container(cfg, resolve=True)
         self._plan = plan(cfg)
         self._worker_cls = ray.remote(num_cpus=0)(RolloutWorker)
-        self.servers = []
-        for index, server in enumerate(self._plan["inference_servers"]):
-            gpus = server.get("gpus", [])
-            # GPUs are pinned by id (CUDA_VISIBLE_DEVICES of the server process), not through Ray's
-            # accounting: the learner ranks use GPUs outside Ray too.
-            actor = InferenceServerActor.options(num_cpus=0, num_gpus=0, max_concurrency=4).remote(
-                inference_config(cfg, model_path, server), str(run_dir / "logs" / f"vllm_{index}.log"), gpus
-            )
-            self.servers.append(actor)
+        self._server_cls = InferenceServerActor.options(num_cpus=0, num_gpus=0, max_concurrency=4)
+        # GPUs are pinned by id (CUDA_VISIBLE_DEVICES of the server process), not through Ray's
+        # accounting: the learner ranks use GPUs outside Ray too.
+        self._server_args = [
+            (inference_config(cfg, model_path, server), str(run_dir / "logs" / f"vllm_{index}.log"),
+             server.get("gpus", []))
+            for index, server in enumerate(self._plan["inference_servers"])
+        ]  # fmt: skip
+        self.max_actor_restarts = int(cfg.run.max_actor_restarts)
+        self.restarts = {"rollout_worker": 0, "inference": 0, "evaluator": 0}
+        self._pids: dict[str, int] = {}
+        self.servers = [self._server_cls.remote(*args) for args in self._server_args]
         self.urls = ray.get([s.start.remote() for s in self.servers])
-        self.worker = self._worker_cls.remote(self._cfg_container, model_path, self.urls)
-        self.evaluator = self._new_evaluator() if cfg.eval.enabled else None
+        for index, server in enumerate(self.servers):
+            self._note_pid(f"inference_{index}", server)
+        self.worker = self._new_worker(note_pid=False)  # both start at once; their pids are noted below
+        self.evaluator = self._new_evaluator(note_pid=False) if cfg.eval.enabled else None
+        self._note_pid("rollout_worker", self.worker)
+        if self.evaluator is not None:
+            self._note_pid("evaluator", self.evaluator)
         self.adapter: str | None = None
+        self._adapter_path: str | None = None
         self._version = 0
-        self._collecting: dict[Any, str | None] = {}  # collection in flight -> the adapter it samples from
-        self._retained: set[str] = set()  # replaced adapters kept loaded for a collection in flight
-        self._prefixes: dict[Any, str] = {}  # collection in flight -> its group prefix (progress key)
+        self._collecting: dict[Collection, str | None] = {}  # collection in flight -> its adapter
+        self._retained: dict[str, str] = {}  # replaced adapter still sampled by a collection -> its path
+        self._extras: dict[str, str] = {}  # evaluation adapters loaded on the servers -> path
         self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
-        self.evaluator_restarts = 0
 
     @property
     def time_shared(self) -> bool:
         """Exclusive mode: the servers give their GPUs to the learner while it steps."""
         return self._plan["mode"] == "exclusive"
 
+    @property
+    def evaluator_restarts(self) -> int:
+        return self.restarts["evaluator"]
+
+    def restart_metrics(self) -> dict[str, int]:
+        """Actor restarts so far in this launch (metrics row keys)."""
+        counts = {f"cluster/restarts_{role}": n for role, n in self.restarts.items()}
+        return {"cluster/actor_restarts": sum(self.restarts.values()), **counts}
+
     def pause_for_learning(self) -> None:
         """Exclusive mode only: stop (or sleep) the servers so the learner gets the GPU memory."""
-        import ray
-
         if self.time_shared:
-            ray.get([s.suspend.remote() for s in self.servers])
+            self._on_servers(lambda s: s.suspend.remote())
 
     def resume_after_learning(self) -> None:
+        if self.time_shared:
+            self._on_servers(lambda s: s.resume.remote())
+
+    # ------------------------------------------------------------------ actor restarts
+    def _new_worker(self, note_pid: bool = True):
+        worker = self._worker_cls.remote(self._cfg_container, self.model_path, self.urls)
+        if note_pid:
+            self._note_pid("rollout_worker", worker)
+        return worker
+
+    def _new_evaluator(self, note_pid: bool = True):
+        evaluator = self._worker_cls.remote(self._cfg_container, self.model_path, self.urls, evaluation=True)
+        if note_pid:
+            self._note_pid("evaluator", evaluator)
+        return evaluator
+
+    def _note_pid(self, role: str, actor) -> None:
+        """Record the actor's process id in `logs/actors.json` (diagnostics; fault tests kill by it)."""
         import ray
 
-        if self.time_shared:
-            ray.get([s.resume.remote() for s in self.servers])
+        self._pids[role] = ray.get(actor.__ray_call__.remote(lambda _self: os.getpid()))
+        path = self.run_dir / "logs" / "actors.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_suffix(".tmp")
+        temp.write_text(json.dumps(self._pids))
+        temp.replace(path)
 
-    def _new_evaluator(self):
-        return self._worker_cls.remote(self._cfg_container, self.model_path, self.urls, evaluation=True)
+    def _spend_restart(self, role: str, what: str, err: Exception) -> int:
+        """Count one restart of `role`; raise ActorRestartsExhausted past `run.max_actor_restarts`."""
+        used = sum(self.restarts.values()) + 1
+        if used > self.max_actor_restarts:
+            raise ActorRestartsExhausted(
+                f"{what} died ({type(err).__name__}) and this launch already restarted {used - 1} actors "
+                f"(run.max_actor_restarts={self.max_actor_restarts})"
+            ) from err
+        self.restarts[role] += 1
+        return used
+
+    def _restart(self, role: str, what: str, err: Exception) -> int:
+        """`_spend_restart`, after checking that a Ray node is alive (else a new actor would wait forever
+        for one): RayNodeLost ends this process, and the supervisor reruns the run on a new Ray head."""
+        import ray
+
+        if not any(node.get("Alive") for node in ray.nodes()):
+            raise RayNodeLost(
+                f"{what} died ({type(err).__name__}) with its Ray node (raylet or GCS gone); the same "
+                "command on a new Ray head resumes"
+            ) from err
+        return self._spend_restart(role, what, err)
+
+    def _log_restart(self, what: str, err: Exception, used: int, action: str, started: float) -> None:
+        print(
+            f"[cluster] {what} died ({type(err).__name__}); restart {used} of "
+            f"run.max_actor_restarts={self.max_actor_restarts}: {action} ({time.monotonic() - started:.1f} s)",
+            flush=True,
+        )
+
+    def _replace_worker(self, dead, err: Exception) -> None:
+        """Recreate the rollout worker (unless already replaced) and resubmit its collections in flight."""
+        if self.worker is not dead:
+            return
+        started = time.monotonic()
+        used = self._restart("rollout_worker", "rollout worker", err)
+        self.worker = self._new_worker()
+        for collection in self._collecting:
+            collection.ref = self._submit(collection)
+        prefixes = ", ".join(c.args[4] for c in self._collecting) or "none"
+        self._log_restart(
+            "rollout worker", err, used, f"new worker, collections resubmitted: {prefixes}", started
+        )
+
+    def _on_worker(self, call: Callable[[Any], Any]):
+        """ray.get(call(worker)); a dead worker is replaced and the call repeated on the new one."""
+        import ray
+
+        while True:
+            worker = self.worker
+            try:
+                return ray.get(call(worker))
+            except ray.exceptions.RayActorError as err:
+                self._replace_worker(worker, err)
+
+    def _on_servers(self, call: Callable[[Any], Any]) -> list:
+        """ray.get(call(server)) for every server; a dead server is replaced (restored to the adapters the
+        cluster knows) and the call repeated on the new one."""
+        import ray
+
+        refs = [call(server) for server in self.servers]
+        results = []
+        for index, ref in enumerate(refs):
+            while True:
+                try:
+                    results.append(ray.get(ref))
+                    break
+                except ray.exceptions.RayActorError as err:
+                    self._replace_server(index, err)
+                    ref = call(self.servers[index])
+        return results
+
+    def _replace_server(self, index: int, err: Exception) -> None:
+        """Start a new inference actor in place of server `index` with the policy, retained and evaluation
+        adapters loaded under their names, then point the workers at its URL."""
+        import ray
+
+        while True:
+            started = time.monotonic()
+            used = self._restart("inference", f"inference actor {index}", err)
+            server = self._server_cls.remote(*self._server_args[index])
+            try:
+                url = ray.get(server.start.remote())
+                if self.adapter is not None and self._adapter_path is not None:
+                    ray.get(server.publish_adapter.remote(self._adapter_path, self.adapter, False))
+                for name, path in {**self._retained, **self._extras}.items():
+                    if Path(path).exists():  # a retained checkpoint may have been pruned meanwhile
+                        ray.get(server.load_adapter.remote(path, name))
+                break
+            except ray.exceptions.RayActorError as again:  # died again while starting
+                err = again
+        self.servers[index], self.urls[index] = server, url
+        self._note_pid(f"inference_{index}", server)
+        for actor in (self.worker, self.evaluator):
+            if actor is not None:
+                try:
+                    ray.get(actor.set_servers.remote(self.urls))
+                except ray.exceptions.RayActorError:
+                    pass  # replaced when its own death is seen; the new one gets self.urls
+        self._log_restart(
+            f"inference actor {index}", err, used, f"new server at {url}, adapters reloaded", started
+        )
+
+    def check_servers(self) -> None:
+        """Replace inference actors that died since the last call."""
+        self._on_servers(lambda s: s.url.remote())
 
     def publish(self, adapter_dir: Path, version: int) -> str:
         """Load the adapter on every server as `policy-<version>` and route new requests to it."""
-        import ray
-
         self._version = version
         name = f"policy-{version}"
-        previous = self.adapter
+        previous, previous_path = self.adapter, self._adapter_path
         retain = previous is not None and previous in self._collecting.values()  # async: still sampled
-        ray.get([s.publish_adapter.remote(str(adapter_dir), name, retain) for s in self.servers])
+        path = str(adapter_dir)
+        self._on_servers(lambda s: s.publish_adapter.remote(path, name, retain))
         if retain:
-            self._retained.add(previous)
-        self.adapter = name
+            self._retained[previous] = previous_path
+        self.adapter, self._adapter_path = name, path
         return name
 
     def task_ids(self, split: str) -> list[str]:
-        import ray
-
-        return ray.get(self.worker.task_ids.remote(split))
+        return self._on_worker(lambda w: w.task_ids.remote(split))
 
     def submit_collect(self, task_ids: list[str], k: int, max_turns: int, group_prefix: str, seed: int):
         """Start collecting K rollouts per task on the current adapter; returns a handle for `wait`."""
-        handle = self.worker.collect.remote(
-            task_ids, k, max_turns, self.adapter, group_prefix, seed, policy_version=self._version
-        )
-        self._collecting[handle] = self.adapter
-        self._prefixes[handle] = group_prefix
-        return handle
+        args = (task_ids, k, max_turns, self.adapter, group_prefix, seed)
+        collection = Collection(args, self._version, None)
+        collection.ref = self._submit(collection)
+        self._collecting[collection] = self.adapter
+        return collection
 
-    def wait(self, handle, on_progress=None) -> tuple[list, dict[str, float]]:
+    def _submit(self, collection: Collection):
+        return self.worker.collect.remote(*collection.args, policy_version=collection.version)
+
+    def wait(self, collection: Collection, on_progress=None) -> tuple[list, dict[str, float]]:
         """The collection's (rollouts, metrics); then unloads a retained adapter no collection samples any more.
 
-        `on_progress(episodes ended, episodes)` is called about twice a second while it runs."""
+        `on_progress(episodes ended, episodes)` is called about twice a second while it runs. A rollout
+        worker or inference actor that dies meanwhile is replaced (the collection resubmitted or its
+        failed requests retried on the new server), so this returns the collection's full result."""
         import ray
 
+        prefix = collection.args[4]
         try:
-            if on_progress is not None:
-                prefix = self._prefixes[handle]
-                while not ray.wait([handle], timeout=0.5)[0]:
-                    progress = ray.get(self.worker.progress.remote(prefix))
+            while True:
+                if ray.wait([collection.ref], timeout=0.5)[0]:
+                    worker = self.worker
+                    try:
+                        return ray.get(collection.ref)
+                    except ray.exceptions.RayActorError as err:
+                        self._replace_worker(worker, err)
+                        continue
+                self.check_servers()
+                if on_progress is not None:
+                    try:
+                        progress = ray.get(self.worker.progress.remote(prefix))
+                    except ray.exceptions.RayActorError:
+                        continue  # the collection's ref reports the death on the next round
                     if progress is not None:
                         on_progress(*progress)
-            return ray.get(handle)
         finally:
-            self._prefixes.pop(handle, None)
-            self._collecting.pop(handle, None)
-            for name in sorted(self._retained - set(self._collecting.values())):
-                ray.get([s.unload_adapter.remote(name) for s in self.servers])
-                self._retained.discard(name)
+            self._collecting.pop(collection, None)
+            for name in sorted(set(self._retained) - set(self._collecting.values())):
+                self._on_servers(lambda s, name=name: s.unload_adapter.remote(name))
+                del self._retained[name]
 
     def submit_eval(self, checkpoint: Path, iteration: int, max_turns: int) -> None:
         """Start evaluating `checkpoint`'s adapter in the background (served as `eval-<iteration>`).
@@ -160,17 +341,14 @@ class Cluster:
         The adapter is copied aside first: checkpoint pruning may delete the checkpoint before the
         evaluation ends, and the copy becomes `checkpoints/best/` if it scores best.
         """
-        import shutil
-
-        import ray
-
         if self.evaluator is None:
             return
         name = f"eval-{iteration}"
         adapter = self.run_dir / "eval_adapters" / f"iter_{iteration:06d}"
         shutil.rmtree(adapter, ignore_errors=True)
         shutil.copytree(Path(checkpoint) / "adapter", adapter)
-        ray.get([s.load_adapter.remote(str(adapter), name) for s in self.servers])
+        self._on_servers(lambda s: s.load_adapter.remote(str(adapter), name))
+        self._extras[name] = str(adapter)
         self._start_eval(iteration, Path(checkpoint), max_turns, attempt=1)
 
     def _start_eval(self, iteration: int, checkpoint: Path, max_turns: int, attempt: int) -> None:
@@ -191,9 +369,11 @@ class Cluster:
 
         done = []
         while True:
+            if self._evals:
+                self.check_servers()  # a dead server is replaced, so evaluation episodes retry on the new one
             for iteration in sorted(self._evals):
                 ref, evaluator, checkpoint, max_turns, attempt = self._evals[iteration]
-                ready, _ = ray.wait([ref], timeout=None if wait else 0)
+                ready, _ = ray.wait([ref], timeout=0.5 if wait else 0)
                 if not ready:
                     continue
                 del self._evals[iteration]
@@ -224,12 +404,14 @@ class Cluster:
         is kept, so the rerun works even if the checkpoint was pruned meanwhile. An evaluation that
         killed `MAX_EVAL_ATTEMPTS` evaluators is given up (logged), so training never loops on it.
         """
+        restart = ""
         if self.evaluator is evaluator:  # not yet replaced for an earlier evaluation of the same death
+            used = self._restart("evaluator", "evaluator", err)
             self.evaluator = self._new_evaluator()
-            self.evaluator_restarts += 1
+            restart = f"restart {used} of run.max_actor_restarts={self.max_actor_restarts}: "
         print(
             f"[cluster] evaluator died during the evaluation of iteration {iteration} (attempt {attempt}): "
-            f"{type(err).__name__}; running it again on a new evaluator",
+            f"{type(err).__name__}; {restart}running it again on a new evaluator",
             flush=True,
         )
         if attempt >= MAX_EVAL_ATTEMPTS:
@@ -269,9 +451,8 @@ class Cluster:
         shutil.rmtree(adapter, ignore_errors=True)
 
     def _unload(self, name: str) -> None:
-        import ray
-
-        ray.get([s.unload_adapter.remote(name) for s in self.servers])
+        self._extras.pop(name, None)
+        self._on_servers(lambda s: s.unload_adapter.remote(name))
 
     def shutdown(self) -> None:
         import ray

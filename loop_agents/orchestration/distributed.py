@@ -34,7 +34,15 @@ class Distributed:
             if device == "cuda":
                 torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
             # Long timeout: ranks wait on the driver while it collects rollouts.
-            torch_dist.init_process_group(backend=backend, timeout=timedelta(hours=6))
+            timeout = timedelta(hours=6)
+            store, rank, world_size = next(torch_dist.rendezvous("env://", timeout=timeout))
+            # A launcher restart (`torchrun --max-restarts`) keeps its store: without a per-attempt prefix
+            # the new ranks read the dead ranks' gloo addresses and fail to connect.
+            attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+            store = torch_dist.PrefixStore(f"loop_agents/attempt_{attempt}", store)
+            torch_dist.init_process_group(
+                backend=backend, store=store, rank=rank, world_size=world_size, timeout=timeout
+            )
         group = torch_dist.new_group(backend="gloo", timeout=timedelta(hours=6))
         return cls(torch_dist.get_rank(), torch_dist.get_world_size(), group)
 

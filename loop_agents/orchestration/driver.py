@@ -258,6 +258,7 @@ class Driver:
                 **collect_metrics,
                 **adv_metrics,
                 **learn_metrics,
+                **cluster.restart_metrics(),
                 "tasks": len(tasks),
                 "turn_budget": self.schedule.budget(iteration),
                 "time/rollout": t_rollout,

@@ -130,7 +130,9 @@ class RolloutWorker:
 
     async def _wait_for_servers(self, failed: Trajectory) -> None:
         """After an inference failure, wait until every server answers /health (the watchdog is
-        restarting a dead one, which takes a vLLM start-up) so the retry does not fail the same way."""
+        restarting a dead one, which takes a vLLM start-up) so the retry does not fail the same way.
+        The URLs are read again each round: a dead inference actor's replacement comes with a new one
+        (`set_servers`)."""
         import asyncio
 
         import httpx
@@ -139,14 +141,18 @@ class RolloutWorker:
             return
         deadline = time.monotonic() + self.cfg.rollout.server_recovery_timeout_s
         async with httpx.AsyncClient(timeout=5.0) as http:
-            for url in self.server_urls:
-                while time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                healthy = True
+                for url in list(self.server_urls):
                     try:
-                        if (await http.get(f"{url}/health")).status_code == 200:
-                            break
+                        healthy = (await http.get(f"{url}/health")).status_code == 200
                     except httpx.HTTPError:
-                        pass
-                    await asyncio.sleep(2.0)
+                        healthy = False
+                    if not healthy:
+                        break
+                if healthy:
+                    return
+                await asyncio.sleep(2.0)
 
     async def evaluate(
         self, split: str, adapter: str | None, max_tasks: int | None, runs_per_task: int, max_turns: int
