@@ -67,6 +67,8 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "learner.sft_until_p_optimal": (0.0, False),
     "learner.sft_check_episodes": (1, True),
     "learner.sft_max_epochs": (0, True),
+    "learner.sft_redraws": (0, True),
+    "learner.sft_redraw_epoch": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,
