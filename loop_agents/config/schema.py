@@ -161,6 +161,10 @@ class LearnerConfig:
     sft_until_p_optimal: float | None = None
     sft_max_epochs: int = 0  # the most epochs sft_until_p_optimal may go to (0 or < sft_epochs = sft_epochs)
     sft_check_episodes: int = 100  # held-out clean demonstrations that P(optimal held-out episode) averages
+    # full warm start: when P(optimal held-out episode) is still below sft_until_p_optimal / 10 after
+    # sft_redraw_epoch epochs, start again from the base model in another order, up to this many times
+    sft_redraws: int = 0
+    sft_redraw_epoch: int = 3
 
 
 @dataclass

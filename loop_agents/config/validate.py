@@ -72,6 +72,8 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "learner.share_prefix_min_tokens": (1, True),
     "algorithm.sampler_logprobs_tolerance": (0.0, False),
     "algorithm.sampler_logprobs_recheck_every": (1, True),
+    "learner.sft_redraws": (0, True),
+    "learner.sft_redraw_epoch": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,

@@ -116,6 +116,8 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
             readiness=readiness,
             ready_at=cfg.learner.sft_until_p_optimal,
             max_epochs=cfg.learner.sft_max_epochs,
+            redraws=cfg.learner.sft_redraws,
+            redraw_epoch=cfg.learner.sft_redraw_epoch,
         )
     finally:
         torch.set_num_threads(threads)

@@ -114,6 +114,8 @@ def build_warm_model(
     readiness: Callable[[object], float] | None = None,
     ready_at: float | None = None,
     max_epochs: int | None = None,
+    redraws: int = 0,
+    redraw_epoch: int = 3,
 ) -> Path:
     """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
 
@@ -124,43 +126,61 @@ def build_warm_model(
     `readiness(model)` (e.g. P(optimal held-out episode)) is measured after every epoch and recorded. With
     `ready_at`, training goes on past `epochs` while readiness is below it, up to `max_epochs`: a warm start
     that is already ready after `epochs` is exactly the fixed-epoch one.
+    A warm start can also stall: whether the 0.6 M demo model learns to copy the gem's code depends on the
+    order of the demonstrations (issue 18), and one that has not by `redraw_epoch` did not in 4 more epochs.
+    With `redraws` > 0, a run whose readiness is still below `ready_at` / 10 after `redraw_epoch` epochs
+    starts again from the base model with another (seeded) order, up to `redraws` times.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
     max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
     provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
-                  "max_epochs": max_epochs, **(provenance or {})}  # fmt: skip
+                  "max_epochs": max_epochs, "redraws": redraws, "redraw_epoch": redraw_epoch,
+                  **(provenance or {})}  # fmt: skip
     if (out_dir / "warm_start.json").exists():
         _check_reusable(out_dir, Path(base_dir), provenance)
         return out_dir
-    torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    # eager attention: on CPU, sdpa was 4-5x slower at this model size (0.3 s vs 1.3-2.0 s per step)
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, attn_implementation="eager")
     t0 = time.perf_counter()
     examples = [(list(t.token_ids), list(t.loss_mask)) for t in demonstrations]
-
     checks: list[dict] = []
+    draw, stalled = 0, False
 
     def after_epoch(epoch: int, loss: float) -> bool:
+        nonlocal stalled
         line = f"[warm start] epoch {epoch}/{epochs}" + (
             f" (up to {max_epochs})" if max_epochs > epochs else ""
         )
-        line += f": loss {loss:.3f}"
+        line += f"{f', order {draw + 1}' if draw else ''}: loss {loss:.3f}"
         ready = True
         if readiness is not None:
             value = readiness(model)
-            checks.append({"epoch": epoch, "loss": loss, "readiness": value})
+            checks.append({"draw": draw, "epoch": epoch, "loss": loss, "readiness": value})
             ready = ready_at is None or value >= ready_at
             target = f" (ready at >= {ready_at})" if ready_at is not None else ""
             line += f", P(optimal held-out episode) {value:.3f}{target}"
+            stalled = (
+                ready_at is not None and draw < redraws and epoch == redraw_epoch and value < ready_at / 10
+            )
+            if stalled:
+                line += f"; stalled below {ready_at / 10:g}: starting again in another order ({draw + 1} of {redraws})"
         print(f"{line} ({time.perf_counter() - t0:.0f} s)", flush=True)
-        return epoch >= epochs and ready
+        return stalled or (epoch >= epochs and ready)
 
-    losses = sft_full_weights(
-        model, examples, max_epochs, lr, batch_size, seed, tokenizer.pad_token_id, after_epoch
-    )
+    while True:
+        torch.manual_seed(seed)
+        # eager attention: on CPU, sdpa was 4-5x slower at this model size (0.3 s vs 1.3-2.0 s per step)
+        model = AutoModelForCausalLM.from_pretrained(
+            base_dir, dtype=torch.float32, attn_implementation="eager"
+        )
+        order_seed = seed + 1_000_003 * draw  # draw 0 is the plain seed: no redraw, the same warm start
+        losses = sft_full_weights(
+            model, examples, max_epochs, lr, batch_size, order_seed, tokenizer.pad_token_id, after_epoch
+        )
+        if not stalled:
+            break
+        draw += 1
     temp = out_dir.parent / f".{out_dir.name}.tmp"
     model.save_pretrained(temp, safe_serialization=True)
     tokenizer.save_pretrained(temp)
@@ -168,14 +188,22 @@ def build_warm_model(
         "demonstrations": len(examples),
         "epochs": epochs,  # at least; up to max_epochs while not ready (epochs_run says how many ran)
         "max_epochs": max_epochs,
-        "epochs_run": len(losses),
+        "epochs_run": len(losses),  # of the last draw
+        "draws": draw + 1,
         "epoch_losses": losses,
         "epoch_checks": checks,  # readiness after each epoch (P(optimal held-out episode) for gem hunt)
         "ready": None if ready_at is None else bool(checks and checks[-1]["readiness"] >= ready_at),
+        "seconds_per_epoch": (time.perf_counter() - t0) / max(len(checks), len(losses)),
         "seconds": time.perf_counter() - t0,
         "torch_threads": torch.get_num_threads(),
         "provenance": provenance,
     }
+    if report["ready"] is False:
+        print(
+            f"[warm start] not ready: P(optimal held-out episode) {checks[-1]['readiness']:.3f} < {ready_at} after "
+            f"{len(losses)} epochs in {draw + 1} order(s); RL may not take off from it (README: The demo)",
+            flush=True,
+        )
     (temp / "warm_start.json").write_text(json.dumps(report, indent=2))
     temp.rename(out_dir)
     return out_dir

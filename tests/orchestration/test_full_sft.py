@@ -182,3 +182,36 @@ def test_heldout_check_demonstrations_are_clean_and_disjoint_from_the_training_o
         assert "only 100 train tasks are unused" in str(err)
     else:
         raise AssertionError("asking for more held-out tasks than exist must fail")
+
+
+@pytest.mark.slow  # three short SFT runs
+def test_a_stalled_warm_start_starts_again_in_another_order(tiny_model_dir, tmp_path):
+    """Readiness below ready_at / 10 at redraw_epoch → start from the base model again in another order."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    demos = _demos(tokenizer)
+    scripted = iter(
+        [0.0, 0.001, 0.2, 0.3, 0.9]
+    )  # draw 0 stalls at its epoch 2; draw 1 is ready after 3 epochs
+    out = build_warm_model(
+        tiny_model_dir, tmp_path / "redrawn", demos, 3, 3e-3, 0, 4, readiness=lambda m: next(scripted),
+        ready_at=0.5, max_epochs=3, redraws=2, redraw_epoch=2,
+    )  # fmt: skip
+    report = json.loads((out / "warm_start.json").read_text())
+    assert report["draws"] == 2 and report["epochs_run"] == 3
+    assert [(c["draw"], c["epoch"]) for c in report["epoch_checks"]] == [
+        (0, 1),
+        (0, 2),
+        (1, 1),
+        (1, 2),
+        (1, 3),
+    ]
+    plain = build_warm_model(tiny_model_dir, tmp_path / "plain", demos, 3, 3e-3, 0, 4)
+    redrawn, first_order = _weights_digest(out), _weights_digest(plain)
+    assert redrawn != first_order  # another order gives another model (from the same base weights)
+    never = iter([0.0, 0.0, 0.0, 0.0])
+    out = build_warm_model(
+        tiny_model_dir, tmp_path / "no_redraw", demos, 3, 3e-3, 0, 4, readiness=lambda m: next(never),
+        ready_at=0.5, max_epochs=4, redraws=0, redraw_epoch=2,
+    )  # fmt: skip
+    report = json.loads((out / "warm_start.json").read_text())
+    assert report["draws"] == 1 and report["epochs_run"] == 4 and report["ready"] is False
