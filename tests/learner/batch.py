@@ -16,32 +16,35 @@ MAX_GRAD_NORM = 0.5
 LORA_R, LORA_ALPHA = 4, 8
 
 
+def _episode(rng: random.Random, prompt: list[int], task: int, sample: int) -> Trajectory:
+    """`prompt`, then 2 turns of sampled tokens each followed by an observation; a random reward."""
+    ids, mask = list(prompt), [0] * len(prompt)
+    for _ in range(2):
+        action = rng.randint(3, 9)
+        ids += [rng.randint(10, 1000) for _ in range(action)]
+        mask += [1] * action
+        obs = rng.randint(2, 6)
+        ids += [rng.randint(10, 1000) for _ in range(obs)]
+        mask += [0] * obs
+    return Trajectory(
+        task_id=f"task{task}",
+        group_id=f"task{task}",
+        sample_index=sample,
+        token_ids=ids,
+        loss_mask=mask,
+        sample_logprobs=[-1.0 if m else 0.0 for m in mask],
+        reward=round(rng.random(), 3),
+    )
+
+
 def make_batch(seed: int = 0, groups: int = 3, k: int = 3) -> list[Trajectory]:
     """Groups of K trajectories: prompt, then turns of sampled tokens each followed by an observation."""
     rng = random.Random(seed)
     trajectories = []
     for g in range(groups):
         for i in range(k):
-            ids = [rng.randint(10, 1000) for _ in range(rng.randint(4, 8))]
-            mask = [0] * len(ids)
-            for _ in range(2):
-                action = rng.randint(3, 9)
-                ids += [rng.randint(10, 1000) for _ in range(action)]
-                mask += [1] * action
-                obs = rng.randint(2, 6)
-                ids += [rng.randint(10, 1000) for _ in range(obs)]
-                mask += [0] * obs
-            trajectories.append(
-                Trajectory(
-                    task_id=f"task{g}",
-                    group_id=f"task{g}",
-                    sample_index=i,
-                    token_ids=ids,
-                    loss_mask=mask,
-                    sample_logprobs=[-1.0 if m else 0.0 for m in mask],
-                    reward=round(rng.random(), 3),
-                )
-            )
+            prompt = [rng.randint(10, 1000) for _ in range(rng.randint(4, 8))]
+            trajectories.append(_episode(rng, prompt, g, i))
     return trajectories
 
 
@@ -53,26 +56,7 @@ def make_shared_batch(seed: int = 0, groups: int = 3, k: int = 3, system_len: in
     trajectories = []
     for g in range(groups):
         prompt = system + [rng.randint(10, 1000) for _ in range(rng.randint(4, 8))]
-        for i in range(k):
-            ids, mask = list(prompt), [0] * len(prompt)
-            for _ in range(2):
-                action = rng.randint(3, 9)
-                ids += [rng.randint(10, 1000) for _ in range(action)]
-                mask += [1] * action
-                obs = rng.randint(2, 6)
-                ids += [rng.randint(10, 1000) for _ in range(obs)]
-                mask += [0] * obs
-            trajectories.append(
-                Trajectory(
-                    task_id=f"task{g}",
-                    group_id=f"task{g}",
-                    sample_index=i,
-                    token_ids=ids,
-                    loss_mask=mask,
-                    sample_logprobs=[-1.0 if m else 0.0 for m in mask],
-                    reward=round(rng.random(), 3),
-                )
-            )
+        trajectories.extend(_episode(rng, prompt, g, i) for i in range(k))
     return trajectories
 
 
