@@ -148,6 +148,20 @@ BENCHMARKS: list[Benchmark] = [
         None,
         kind="appworld",
     ),
+    Benchmark(
+        "appworld_isolation",
+        "benchmarks.appworld_isolation:bench",
+        "AppWorld episode isolation overhead: sandboxed fresh process per episode + separate grader vs the old "
+        "reused server, paired episodes (seconds per episode)",
+        "<= 0.2",
+        kind="appworld",
+    ),
+    Benchmark(
+        "agentgym_envs",
+        "benchmarks.agentgym_envs:bench",
+        "AgentGym env servers: step latency p50/p95 and 16-concurrent steps/s over one instance's sequential steps/s",
+        None,
+    ),
 ]
 
 DEFAULT_KINDS = ("cpu", "server")
