@@ -175,6 +175,8 @@ def markdown_table(runs: list[dict]) -> str:
         curve_text = " → ".join(f"{curve[k]['success']:.2f}@{k}" for k in shown) or "none"
         gain = f"**{r['gain_points']:+.0f}**" if "gain_points" in r else "—"
         status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
+        if r.get("note"):  # what the operator knows about the run that the JSON cannot (e.g. why it died)
+            status += f" ({r['note']})"
         lines.append(
             f"| {r['seed']} | {r['threads']} | {warm_text} | {curve_text} | {gain}{status} | "
             f"{r['wall_s'] / 60:.1f} min (load {r['load_before']:.1f}) | {r['date']}, {r['cpu']}, {r['commit']} |"
