@@ -124,6 +124,7 @@ class EnvConfig:
     observation_max_tokens: int = 512  # observations longer than this are truncated
     reward: str = "partial"  # partial (fraction of tests passed) | success (0/1)
     concurrency: int = 8  # episodes run at once
+    prompt: str = "full"  # AppWorld only: full (ReAct prompt with a worked example) | compact (task, supervisor, API signatures; tiny models)
     options: dict[str, Any] = field(default_factory=dict)  # environment-specific settings
 
 

@@ -134,7 +134,7 @@ def make_agent(cfg: DictConfig) -> Agent:
     if cfg.env.name == "appworld":
         from loop_agents.rollout.appworld_agent import AppWorldAgent
 
-        return AppWorldAgent()
+        return AppWorldAgent(prompt=cfg.env.prompt)
     from loop_agents.rollout.text_agent import TextActionAgent
 
     return TextActionAgent()
