@@ -75,6 +75,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "algorithm.sampler_logprobs_recheck_every": (1, True),
     "learner.sft_redraws": (0, True),
     "learner.sft_redraw_epoch": (1, True),
+    "learner.sft_batch_size": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,
