@@ -1,4 +1,4 @@
-"""`experiment=debug` on AppWorld exercises the learner: the real engine, the self-made data, the compact prompt
+"""`experiment=debug` (its 3 iterations) on AppWorld exercises the learner: the real engine, the self-made data, the compact prompt
 and the warm start on scripted demonstrations give rollouts of one task different rewards, so LOOP keeps some
 and the learner takes optimizer steps (before issue 19 every group had equal rewards and it never stepped).
 
@@ -26,8 +26,8 @@ def test_debug_takes_learner_steps_on_appworld(tmp_path) -> None:
         pytest.skip("AppWorld venv missing: run scripts/install_appworld.sh (CI does)")
     run_dir = tmp_path / "debug"
     proc = subprocess.run(
-        [sys.executable, "-m", "loop_agents.train", "experiment=debug", f"run.dir={run_dir}", "run.iterations=2",
-         "eval.max_tasks=1", "logging.wandb_mode=disabled", "logging.plots=false", "logging.progress=false"],
+        [sys.executable, "-m", "loop_agents.train", "experiment=debug", f"run.dir={run_dir}", "eval.max_tasks=1",
+         "logging.wandb_mode=disabled", "logging.plots=false", "logging.progress=false"],
         cwd=ROOT, capture_output=True, text=True, timeout=3600,
         env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1"},
     )  # fmt: skip
