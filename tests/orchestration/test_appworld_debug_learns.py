@@ -18,7 +18,8 @@ import pytest
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+# the first run on a machine trains the shared warm model (18 min on the busy 2-core machine)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
 def test_debug_takes_learner_steps_on_appworld(tmp_path) -> None:
