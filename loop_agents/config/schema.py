@@ -124,6 +124,7 @@ class EnvConfig:
     observation_max_tokens: int = 512  # observations longer than this are truncated
     reward: str = "partial"  # partial (fraction of tests passed) | success (0/1)
     concurrency: int = 8  # episodes run at once
+    prompt: str = "full"  # AppWorld only: full (ReAct prompt with a worked example) | compact (task, supervisor, API signatures; tiny models)
     options: dict[str, Any] = field(default_factory=dict)  # environment-specific settings
 
 
@@ -155,6 +156,7 @@ class LearnerConfig:
     )
     sft_epochs: int = 0  # warm-start SFT epochs on demonstrations before RL (0 = none)
     sft_lr: float = 1e-3  # warm-start learning rate
+    sft_batch_size: int = 32  # full warm start: demonstrations per SFT step
     sft_target: str = "lora"  # lora: SFT the adapter, RL continues on it | full: SFT all weights into run_dir/warm_model (tiny models), RL trains a fresh LoRA on it
     # full warm start: after sft_epochs, SFT goes on while P(optimal held-out episode) is below this, up to
     # sft_max_epochs (null = exactly sft_epochs)
@@ -165,6 +167,9 @@ class LearnerConfig:
     # sft_redraw_epoch epochs, start again from the base model in another order, up to this many times
     sft_redraws: int = 0
     sft_redraw_epoch: int = 3
+    # full warm start: also keep the warm model under this directory, keyed by the SHA-256 of the base model,
+    # the demonstrations and the SFT settings, and reuse it from there in any run ("" = the run dir only)
+    sft_cache_dir: str = ""
 
 
 @dataclass

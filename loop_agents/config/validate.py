@@ -23,6 +23,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.lr_schedule": ("constant", "linear", "cosine"),
     "env.name": ("appworld", "bundled", "babyai", "textcraft", "sciworld", "agentgym_http"),
     "env.reward": ("partial", "success"),
+    "env.prompt": ("full", "compact"),
     "env.turn_schedule.kind": ("fixed", "stepwise"),
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
@@ -74,6 +75,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "algorithm.sampler_logprobs_recheck_every": (1, True),
     "learner.sft_redraws": (0, True),
     "learner.sft_redraw_epoch": (1, True),
+    "learner.sft_batch_size": (1, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,
@@ -114,6 +116,10 @@ def validate(cfg: DictConfig) -> None:
         value = _get(cfg, key)
         if value is not None and value > high:
             raise ConfigError(f"{key}={value} is out of range; it must be <= {high}")
+    if cfg.env.prompt != "full" and cfg.env.name != "appworld":
+        raise ConfigError(
+            f"env.prompt={cfg.env.prompt!r} applies to env=appworld only (env={cfg.env.name!r})"
+        )
     _validate_turn_schedule(cfg)
     _validate_gpu_allocation(cfg)
     _validate_env_options(cfg)

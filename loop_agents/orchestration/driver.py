@@ -105,20 +105,28 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
         demos, readiness = _demonstrations(cfg, base)
         options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
         provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads}
-        warm = build_warm_model(
-            base,
-            run_dir / "warm_model",
-            demos,
-            cfg.learner.sft_epochs,
-            cfg.learner.sft_lr,
-            cfg.run.seed,
+        settings = dict(
+            epochs=cfg.learner.sft_epochs,
+            lr=cfg.learner.sft_lr,
+            seed=cfg.run.seed,
+            batch_size=cfg.learner.sft_batch_size,
             provenance=provenance,
-            readiness=readiness,
             ready_at=cfg.learner.sft_until_p_optimal,
             max_epochs=cfg.learner.sft_max_epochs,
             redraws=cfg.learner.sft_redraws,
             redraw_epoch=cfg.learner.sft_redraw_epoch,
         )
+
+        def build() -> Path:
+            return build_warm_model(base, run_dir / "warm_model", demos, readiness=readiness, **settings)
+
+        if cfg.learner.sft_cache_dir:
+            from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
+
+            key = warm_model_key(base, demos, {**settings, "env": cfg.env.name, "prompt": cfg.env.prompt})
+            warm, _ = through_cache(cfg.learner.sft_cache_dir, key, run_dir / "warm_model", build)
+        else:
+            warm = build()
     finally:
         torch.set_num_threads(threads)
     return str(warm)

@@ -134,7 +134,7 @@ def make_agent(cfg: DictConfig) -> Agent:
     if cfg.env.name == "appworld":
         from loop_agents.rollout.appworld_agent import AppWorldAgent
 
-        return AppWorldAgent()
+        return AppWorldAgent(prompt=cfg.env.prompt)
     from loop_agents.rollout.text_agent import TextActionAgent
 
     return TextActionAgent()
@@ -152,15 +152,23 @@ def scenario_function(cfg: DictConfig):
 def demonstrations(cfg: DictConfig, chat: ChatFormat) -> list[Trajectory]:
     """Warm-start demonstrations as token-exact trajectories (assistant turns trainable).
 
-    Only the bundled environment has a demonstrator (its noisy scripted solver); other
-    environments warm-start from rejection-sampled rollouts instead (`learner.sft_epochs` = 0).
+    bundled: the gem hunt's noisy scripted solver. appworld: scripted solutions of the self-made train
+    scenarios played through the real engine, with deliberate noise (`envs/appworld/demos`). Other
+    environments have no demonstrator (`learner.sft_epochs` must stay 0).
     """
+    from loop_agents.orchestration.warm_start import demonstration_trajectory
+
+    if cfg.env.name == "appworld":
+        return [
+            demonstration_trajectory(chat, messages, task_id)
+            for task_id, messages in _appworld_demos(cfg, chat)
+        ]
     if cfg.env.name != "bundled":
         raise ValueError(
-            f"learner.sft_epochs > 0 needs demonstrations, which only env=bundled generates (env={cfg.env.name!r})"
+            "learner.sft_epochs > 0 needs demonstrations, which only env=bundled and env=appworld generate "
+            f"(env={cfg.env.name!r})"
         )
     from loop_agents.envs.bundled.demonstrations import generate_demonstrations
-    from loop_agents.orchestration.warm_start import demonstration_trajectory
 
     options = bundled_config(cfg)
     demos = generate_demonstrations(
@@ -173,11 +181,33 @@ def demonstrations(cfg: DictConfig, chat: ChatFormat) -> list[Trajectory]:
     return [demonstration_trajectory(chat, messages, task_id) for task_id, messages in demos]
 
 
+def _appworld_demos(cfg: DictConfig, chat: ChatFormat) -> list[tuple[str, list[dict[str, str]]]]:
+    """AppWorld's drawn demonstrations (task_id, messages), with one line on what was kept."""
+    from loop_agents.config.env_options import env_settings
+    from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
+    from loop_agents.rollout.observation import truncate_observation
+
+    limit = int(cfg.env.observation_max_tokens)
+    demo_set = appworld_demonstrations(
+        env_settings(cfg), make_agent(cfg), cfg.env.train_split,
+        lambda text: truncate_observation(text, chat.tokenizer, limit)[0],
+    )  # fmt: skip
+    print(
+        f"[warm start] AppWorld: {len(demo_set.demonstrations)} demonstrations {dict(demo_set.kinds)} from "
+        f"{demo_set.played} played episodes; dropped (clean that failed, noisy that passed): "
+        f"{dict(demo_set.dropped)}; train tasks without a passing script: {len(demo_set.tasks_without_clean)}",
+        flush=True,
+    )
+    return demo_set.demonstrations
+
+
 def warm_start_readiness(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
     """`model -> P(optimal held-out episode)`: the teacher-forced probability of the scripted solver's exact
     episode, averaged over `learner.sft_check_episodes` noise-free demonstrations on train tasks the warm
     start does not train on (dev stays held out). RL takes off on the demo once it is around 0.05
-    (README "The demo"). Bundled environment only."""
+    (README "The demo"). Bundled environment only: elsewhere None (no readiness check)."""
+    if cfg.env.name != "bundled":
+        return None
     from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
     from loop_agents.orchestration.warm_start_quality import episode_probabilities
 

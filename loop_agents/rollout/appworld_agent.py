@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from loop_agents.envs.protocol import ResetResult
 from loop_agents.rollout.agent import ParsedAction, answer_text
+from loop_agents.rollout.appworld_compact_prompt import build_compact_messages
 from loop_agents.rollout.appworld_prompt import build_messages, format_output, task_block
 
 _CODE_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
@@ -38,13 +39,29 @@ def extract_code(message: str) -> str | None:
     return match.group(1) if match else None
 
 
+PROMPTS = ("full", "compact")  # env.prompt: AppWorld's ReAct prompt with its worked example | compact
+
+
 @dataclass(frozen=True)
 class AppWorldAgent:
-    """Stateless ReAct agent; `restate_task` repeats the task after each output (ml-loop's reminder)."""
+    """Stateless ReAct agent; `restate_task` repeats the task after each output (ml-loop's reminder).
+
+    `prompt="compact"` (env.prompt) starts from the compact prompt and never restates the task: its
+    episodes are short and the task is already in the only user message.
+    """
 
     restate_task: bool = True  # append "As a reminder" + date/supervisor/task to every observation
+    prompt: str = "full"  # full | compact
+
+    def __post_init__(self) -> None:
+        if self.prompt not in PROMPTS:
+            raise ValueError(
+                f"env.prompt={self.prompt!r} is not allowed; choose one of: {', '.join(PROMPTS)}"
+            )
 
     def initial_messages(self, reset: ResetResult) -> list[dict[str, str]]:
+        if self.prompt == "compact":
+            return build_compact_messages(reset.info)
         return build_messages(reset.info)
 
     def parse_action(self, text: str) -> ParsedAction:
@@ -57,6 +74,6 @@ class AppWorldAgent:
 
     def format_observation(self, observation: str, reset: ResetResult) -> str:
         content = format_output(observation)
-        if self.restate_task:
+        if self.restate_task and self.prompt == "full":
             content += "\n\nAs a reminder:\n" + task_block(reset.info)
         return content

@@ -49,6 +49,10 @@ class AppWorldConfig:
     experiment_prefix: str = "loop_agents"  # prefix of generated per-episode experiment names
     keep_episode_outputs: bool = False  # keep outputs of episodes with generated experiment names
     acquire_timeout_s: float = 600.0  # waiting for a free server longer than this is an env failure
+    # warm start (learner.sft_epochs > 0; self-made data only): scripted episodes of env.train_split
+    demos_per_task: int = 8  # demonstrations drawn per scripted train task
+    demo_noise: float = 0.5  # probability that a demonstration is a noisy one (one wrong API/argument/answer)
+    demo_seed: int = 0  # seed of the noisy variants and of the draw
 
     def __post_init__(self) -> None:
         if self.reward not in REWARD_MODES:
@@ -59,6 +63,10 @@ class AppWorldConfig:
             raise ValueError(f"appworld servers must bind loopback, got host {self.host!r}")
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"env.options.sandbox must be one of {SANDBOX_MODES}, got {self.sandbox!r}")
+        if self.demos_per_task < 1:
+            raise ValueError(f"env.options.demos_per_task must be >= 1, got {self.demos_per_task}")
+        if not 0.0 <= self.demo_noise <= 1.0:
+            raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")
         if self.execute_timeout_s < 1 or self.max_interactions < 1:
             raise ValueError("appworld execute_timeout_s and max_interactions must be >= 1")
 

@@ -1,0 +1,96 @@
+"""The scripted episodes of a split, played once through the real engine and cached beside the data.
+
+Plan: for every task of the split, its clean script and one variant per noise kind. The plan is played by
+`play.py` in the AppWorld venv (a subprocess: the trainer never imports appworld) and the result is cached
+as `<root>/loop_agents_demos/<split>-<hash of the plan>.jsonl`, so a changed script or data root is
+replayed and an unchanged one is not. Only the self-made data can be scripted: its manifest names each
+scenario's family.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from loop_agents.envs.appworld.apps import APP_DESCRIPTIONS
+from loop_agents.envs.appworld.config import REPO_ROOT, AppWorldConfig
+from loop_agents.envs.appworld.demos.noise import NOISE_KINDS, noisy_cells
+from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells
+from loop_agents.envs.appworld.splits import scenario_of, split_task_ids
+
+MANIFEST = "loop_agents_manifest.json"
+
+
+def scenario_families(root: Path) -> dict[str, str]:
+    """scenario id -> template name, from the self-made data's manifest."""
+    path = root / "data" / MANIFEST
+    if not path.exists():
+        raise ValueError(
+            f"AppWorld demonstrations need the self-made data (scripts/build_appworld_data.py): no {path}"
+        )
+    return {s["scenario_id"]: s["template"] for s in json.loads(path.read_text())["scenarios"]}
+
+
+def _task_file(root: Path, task_id: str, name: str) -> Any:
+    return json.loads((root / "data" / "tasks" / task_id / name).read_text())
+
+
+def plan_episodes(root: Path, split: str, seed: int) -> list[dict[str, Any]]:
+    """Clean and noisy cells of every scripted task of `split` (tasks of unscripted families are left out)."""
+    families = scenario_families(root)
+    plan = []
+    for task_id in split_task_ids(root, split):
+        template = families.get(scenario_of(task_id))
+        if template not in SCRIPTS:
+            continue
+        public = _task_file(root, task_id, "ground_truth/public_data.json")
+        plan.append({"task_id": task_id, "kind": "clean", "cells": clean_cells(template, public)})
+        for kind in NOISE_KINDS:
+            cells = noisy_cells(template, public, kind, seed=f"{seed}:{task_id}")
+            if cells is not None:
+                plan.append({"task_id": task_id, "kind": kind, "cells": cells})
+    if not plan:
+        raise ValueError(f"no task of AppWorld split {split!r} has a scripted solution")
+    return plan
+
+
+def played_episodes(config: AppWorldConfig, split: str, seed: int) -> list[dict[str, Any]]:
+    """The plan's episodes with the engine's outputs and test results (played once, then read from cache)."""
+    root = config.root_path
+    plan = plan_episodes(root, split, seed)
+    digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
+    cache = root / "loop_agents_demos" / f"{split}-{digest}.jsonl"
+    if not cache.exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        began = time.monotonic()
+        with tempfile.TemporaryDirectory(dir=cache.parent) as tmp:
+            plan_path, out_path = Path(tmp) / "plan.json", Path(tmp) / "played.jsonl"
+            plan_path.write_text(json.dumps(plan))
+            print(
+                f"[warm start] playing {len(plan)} scripted AppWorld episodes through the engine", flush=True
+            )
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+            }
+            subprocess.run(
+                [str(config.python_path), "-m", "loop_agents.envs.appworld.demos.play", str(root), str(plan_path),
+                 str(out_path)],
+                check=True, env=env, cwd=tmp, timeout=3600,
+            )  # fmt: skip
+            out_path.rename(cache)
+        print(f"[warm start] played in {time.monotonic() - began:.0f} s -> {cache}", flush=True)
+    return [json.loads(line) for line in cache.read_text().splitlines() if line.strip()]
+
+
+def task_info(root: Path, task_id: str) -> dict[str, Any]:
+    """What the environment's reset gives the agent (instruction, supervisor, datetime), from specs.json."""
+    specs = _task_file(root, task_id, "specs.json")
+    return {"task_id": task_id, "instruction": specs["instruction"], "supervisor": dict(specs["supervisor"]),
+            "datetime": specs["datetime"], "app_descriptions": dict(APP_DESCRIPTIONS)}  # fmt: skip

@@ -1,0 +1,138 @@
+"""Scripted multi-turn solutions of the self-made scenario families, one code cell per turn.
+
+Every family's cells follow one shape the tiny model can clone: log in (the same cell for every task of
+an app), fetch what the task names, act or compute, complete the task. The only task-specific literals
+are the task's own values (a tag, a title, a date, an amount, a name: the template's `public_data`), each
+written in the instruction too, so a policy can copy them from its prompt. `Script.slots` lists them: the
+noise module's wrong arguments replace one. Cells print only short outputs, so no observation is cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_ALL_TASKS = (
+    "tasks = []\n"
+    "for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20):\n"
+    "    shown = apis.todoist.show_tasks(project_id=p['project_id'], access_token=todoist_token)\n"
+    "    tasks += shown['no_section_tasks'] + [t for s in shown['sections'] for t in s['tasks']]\n"
+    "print(len(tasks))"
+)
+_PROJECT_TASKS = (
+    "project = [p for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20) "
+    "if p['name'] == {project!r}][0]\n"
+    "shown = apis.todoist.show_tasks(project_id=project['project_id'], access_token=todoist_token)\n"
+    "tasks = shown['no_section_tasks'] + [t for s in shown['sections'] for t in s['tasks']]\n"
+    "print(len(tasks))"
+)
+_FRIEND = (
+    "friend = [f for f in apis.venmo.search_friends(access_token=venmo_token, query={friend!r}, page_limit=20) "
+    "if f['first_name'] + ' ' + f['last_name'] == {friend!r}][0]\n"
+    "print(friend['email'])"
+)
+_TAGGED = (
+    "notes = apis.simple_note.search_notes(access_token=simple_note_token, tags=[{tag!r}], page_limit=20)\n"
+)
+
+
+def login_cell(*apps: str) -> str:
+    """The first cell of every script: passwords, the supervisor's email, one `<app>_token` per app."""
+    lines = [
+        "passwords = {p['account_name']: p['password'] for p in apis.supervisor.show_account_passwords()}",
+        "email = apis.supervisor.show_profile()['email']",
+    ]
+    lines += [
+        f"{app}_token = apis.{app}.login(username=email, password=passwords[{app!r}])['access_token']"
+        for app in apps
+    ]
+    return "\n".join(lines)
+
+
+COMPLETE = "apis.supervisor.complete_task()"
+
+
+@dataclass(frozen=True)
+class Script:
+    """A family's solution: `cells(slots)` from the task's values; `answer_cell` marks a question task."""
+
+    apps: tuple[str, ...]
+    slots: tuple[str, ...]  # public_data keys the cells use
+    body: Callable[[dict[str, Any]], list[str]]  # the cells after the login cell
+    asks_answer: bool
+
+    def cells(self, values: dict[str, Any]) -> list[str]:
+        return [login_cell(*self.apps), *self.body(values)]
+
+
+SCRIPTS: dict[str, Script] = {
+    "note_count_tag": Script(("simple_note",), ("tag",), lambda v: [
+        _TAGGED.format(**v) + "print(len(notes))",
+        "apis.supervisor.complete_task(answer=len(notes))",
+    ], asks_answer=True),
+    "note_append_line": Script(("simple_note",), ("title", "line"), lambda v: [
+        f"note = [n for n in apis.simple_note.search_notes(access_token=simple_note_token, query={v['title']!r}, "
+        f"page_limit=20) if n['title'] == {v['title']!r}][0]\n"
+        "content = apis.simple_note.show_note(note_id=note['note_id'], access_token=simple_note_token)['content']\n"
+        "print(content)",
+        "apis.simple_note.update_note(note_id=note['note_id'], access_token=simple_note_token, "
+        f"content=content + '\\n' + {v['line']!r})",
+        COMPLETE,
+    ], asks_answer=False),
+    "note_delete_tagged": Script(("simple_note",), ("tag", "cutoff"), lambda v: [
+        _TAGGED.format(**v) + "print([n['created_at'][:10] for n in notes])",
+        f"for n in notes:\n    if n['created_at'][:10] < {v['cutoff']!r}:\n"
+        "        apis.simple_note.delete_note(note_id=n['note_id'], access_token=simple_note_token)",
+        COMPLETE,
+    ], asks_answer=False),
+    "todoist_count_open_priority": Script(("todoist",), ("priority",), lambda v: [
+        _ALL_TASKS,
+        f"apis.supervisor.complete_task(answer=sum(t['priority'] == {v['priority']!r} and not t['is_completed'] "
+        "for t in tasks))",
+    ], asks_answer=True),
+    "todoist_complete_due": Script(("todoist",), ("project", "cutoff"), lambda v: [
+        _PROJECT_TASKS.format(**v),
+        f"for t in tasks:\n    if not t['is_completed'] and t['due_date'][:10] <= {v['cutoff']!r}:\n"
+        "        apis.todoist.update_task(task_id=t['task_id'], access_token=todoist_token, is_completed=True)",
+        COMPLETE,
+    ], asks_answer=False),
+    "venmo_pay_friend": Script(("venmo",), ("friend", "amount", "note"), lambda v: [
+        _FRIEND.format(**v),
+        f"apis.venmo.create_transaction(receiver_email=friend['email'], amount={v['amount']!r}, "
+        f"description={v['note']!r}, access_token=venmo_token)",
+        COMPLETE,
+    ], asks_answer=False),
+    "venmo_total_received": Script(("venmo",), ("friend", "since"), lambda v: [
+        _FRIEND.format(**v),
+        "total = 0\nfor page in range(5):\n"
+        "    for t in apis.venmo.show_transactions(access_token=venmo_token, user_email=friend['email'], "
+        f"min_created_at={v['since']!r}, page_index=page, page_limit=20):\n"
+        "        if t['receiver']['email'] == email:\n            total += t['amount']\nprint(round(total, 2))",
+        "apis.supervisor.complete_task(answer=round(total, 2))",
+    ], asks_answer=True),
+    "notes_to_todoist_tasks": Script(("simple_note", "todoist"), ("tag", "project"), lambda v: [
+        _TAGGED.format(**v)
+        + f"project = [p for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20) "
+        f"if p['name'] == {v['project']!r}][0]\nprint([n['title'] for n in notes])",
+        "for n in notes:\n    apis.todoist.create_task(project_id=project['project_id'], title=n['title'], "
+        "access_token=todoist_token)",
+        COMPLETE,
+    ], asks_answer=False),
+}  # fmt: skip
+
+
+def script_for(template: str) -> Script:
+    """The family's script; KeyError names the families that have one."""
+    if template not in SCRIPTS:
+        raise KeyError(f"no scripted solution for scenario family {template!r}; scripted: {sorted(SCRIPTS)}")
+    return SCRIPTS[template]
+
+
+def clean_cells(template: str, public_data: dict[str, Any]) -> list[str]:
+    """The correct cells of a task of `template` with its `public_data` (ground_truth/public_data.json)."""
+    script = script_for(template)
+    missing = [slot for slot in script.slots if slot not in public_data]
+    if missing:
+        raise ValueError(f"{template}: public_data lacks {missing}")
+    return script.cells(public_data)

@@ -1,0 +1,110 @@
+"""AppWorld warm-start demonstrations: scripted solutions pass the real engine's tests, their noisy variants
+fail them, the kept ones are drawn with the configured noise, and the splits are disjoint scenarios."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+
+from loop_agents.config.load import compose
+from loop_agents.envs.appworld.config import AppWorldConfig
+from loop_agents.envs.appworld.data_builder.templates import ALL_TEMPLATES
+from loop_agents.envs.appworld.demos.episodes import played_episodes, scenario_families
+from loop_agents.envs.appworld.demos.noise import NOISE_KINDS, noisy_cells
+from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells
+from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
+from loop_agents.envs.appworld.splits import available_splits, scenario_of, split_task_ids
+from loop_agents.orchestration.environments import demonstrations, make_agent
+from loop_agents.rollout.chat import ChatFormat
+
+PUBLIC = {
+    "note_count_tag": {"tag": "work"},
+    "venmo_pay_friend": {"friend": "Chen Xu", "amount": 12.5, "note": "groceries"},
+    "todoist_complete_due": {"project": "Home", "cutoff": "2023-05-01"},
+}
+
+
+def test_every_training_family_has_a_script() -> None:
+    assert {t.name for t in ALL_TEMPLATES if not t.challenge} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("template", sorted(PUBLIC))
+def test_a_noisy_variant_differs_in_exactly_one_mistake(template: str) -> None:
+    clean = clean_cells(template, PUBLIC[template])
+    assert clean[-1].startswith("apis.supervisor.complete_task(")
+    for kind in NOISE_KINDS:
+        noisy = noisy_cells(template, PUBLIC[template], kind, seed="s")
+        assert noisy == noisy_cells(template, PUBLIC[template], kind, seed="s")  # deterministic
+        changed = [i for i, (a, b) in enumerate(zip(clean, noisy, strict=True)) if a != b]
+        assert len(changed) == 1 or kind == "wrong_argument", (kind, changed)
+        assert changed and 0 not in changed  # the login cell is never the mistake
+    with pytest.raises(KeyError, match="no scripted solution"):
+        clean_cells("spotify_playlist_minutes", {})
+
+
+@pytest.mark.slow  # builds AppWorld data and runs the engine in the AppWorld venv
+def test_scripted_episodes_pass_the_engines_tests_and_noisy_ones_fail(appworld_root) -> None:
+    config = AppWorldConfig(root=str(appworld_root))
+    played = played_episodes(config, "train", seed=0)
+    families = scenario_families(appworld_root)
+    clean = [e for e in played if e["kind"] == "clean"]
+    assert len(clean) == len(split_task_ids(appworld_root, "train"))
+    assert {families[scenario_of(e["task_id"])] for e in clean} == set(SCRIPTS)  # every family played
+    failed = [
+        (e["task_id"], e["passes"], e["num_tests"], e["outputs"][-1]) for e in clean if not e["success"]
+    ]
+    assert not failed, failed
+    for kind in NOISE_KINDS:
+        episodes = [e for e in played if e["kind"] == kind]
+        fail_rate = sum(not e["success"] for e in episodes) / len(episodes)
+        print(f"[demos] {kind}: {len(episodes)} episodes, {fail_rate:.2f} fail the engine's tests")
+        assert fail_rate >= (1.0 if kind == "wrong_answer" else 0.75), kind
+    cache = next((appworld_root / "loop_agents_demos").glob("train-*.jsonl"))
+    stamp = cache.stat().st_mtime_ns
+    assert played_episodes(config, "train", seed=0) == played  # read back, not replayed
+    assert cache.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.slow
+def test_demonstrations_are_drawn_with_the_configured_noise(appworld_root, tiny_model_dir) -> None:
+    cfg = compose(["experiment=debug", "env.prompt=compact", f"env.options.root={appworld_root}",
+                   "env.options.demos_per_task=10", "env.options.demo_noise=0.5"])  # fmt: skip
+    agent = make_agent(cfg)
+    for noise, expected in ((0.0, {"clean"}), (1.0, set(NOISE_KINDS))):
+        config = AppWorldConfig(root=str(appworld_root), demo_noise=noise, demos_per_task=2)
+        drawn = appworld_demonstrations(config, agent, "train", cut=lambda text: text)
+        assert set(drawn.kinds) == expected and not drawn.tasks_without_clean
+    config = AppWorldConfig(root=str(appworld_root), demo_noise=0.5, demos_per_task=10)
+    drawn = appworld_demonstrations(config, agent, "train", cut=lambda text: text)
+    assert 0.35 < drawn.kinds["clean"] / sum(drawn.kinds.values()) < 0.65
+    played = {(e["task_id"], tuple(e["cells"])): e for e in played_episodes(config, "train", 0)}
+    for task_id, messages in drawn.demonstrations:
+        cells = tuple(m["content"].removeprefix("```python\n").removesuffix("\n```") for m in messages
+                      if m["role"] == "assistant")  # fmt: skip
+        episode = played[(task_id, cells)]
+        assert episode["success"] == (episode["kind"] == "clean")  # kept only where the engine agrees
+        assert [m["role"] for m in messages[:2]] == ["system", "user"] and messages[-1]["role"] == "assistant"
+        assert messages[3]["content"] == f"Output:\n```\n{episode['outputs'][0]}\n```"
+    # through the warm start's own entry point: token-exact trajectories, only the cells trainable
+    chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
+    trajectories = demonstrations(cfg, chat)
+    assert len(trajectories) == 10 * len(split_task_ids(appworld_root, "train"))
+    first = trajectories[0]
+    trained = chat.decode([t for t, m in zip(first.token_ids, first.loss_mask, strict=True) if m])
+    assert "apis.supervisor.show_account_passwords()" in trained and "Supervisor:" not in trained
+
+
+@pytest.mark.slow
+def test_splits_are_disjoint_scenarios(appworld_root) -> None:
+    """Different scenarios, people and instructions (names, notes, amounts): dev and test are held out."""
+    owner: dict[tuple[str, str], str] = {}
+    for split in available_splits(appworld_root):
+        for task_id in split_task_ids(appworld_root, split):
+            specs = json.loads((appworld_root / "data" / "tasks" / task_id / "specs.json").read_text())
+            keys = [("scenario", scenario_of(task_id)), ("instruction", specs["instruction"]),
+                    ("supervisor", specs["supervisor"]["email"])]  # fmt: skip
+            for key in keys:
+                assert owner.setdefault(key, split) == split, f"{key} is in {owner[key]} and {split}"
+    assert len({split for split in owner.values()}) == len(available_splits(appworld_root)) == 4
