@@ -18,8 +18,17 @@ import pytest
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON
 
 ROOT = Path(__file__).resolve().parents[2]
-# the first run on a machine trains the shared warm model (18 min on the busy 2-core machine)
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+# The first run on a machine plays the demonstrations (5 min) and trains the shared warm model (18 min on the busy
+# 2-core machine) before the 7-minute run: opt-in like test_demo_learns, since it would take a third of CI's 90
+# minutes and has passed only under load so far (issue 19).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(3600),
+    pytest.mark.skipif(
+        os.environ.get("LOOP_AGENTS_LEARNING_TESTS") != "1",
+        reason="learning test: opt-in with LOOP_AGENTS_LEARNING_TESTS=1 (~30 min on a fresh machine, issue 19)",
+    ),
+]
 
 
 def test_debug_takes_learner_steps_on_appworld(tmp_path) -> None:
