@@ -112,6 +112,24 @@ def run_one(seed: int, threads: int, runs_dir: Path, overrides: list[str]) -> di
     with open(run_dir / "demo_seeds.log", "w") as log:
         code = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
     wall = time.perf_counter() - t0
+    result = summarize(run_dir, seed, threads, overrides, code, wall, load_before)
+    print(f"[demo_seeds] {row_text(result)}", flush=True)
+    return result
+
+
+def summarize(
+    run_dir: Path,
+    seed: int,
+    threads: int,
+    overrides: list[str],
+    code: int,
+    wall: float,
+    load_before: float,
+    commit: str | None = None,
+    note: str | None = None,
+    date: str | None = None,
+) -> dict:
+    """The JSON record of one finished (or stopped) demo run in `run_dir`."""
     curve = eval_curve(run_dir)
     result = {
         "seed": seed,
@@ -122,19 +140,20 @@ def run_one(seed: int, threads: int, runs_dir: Path, overrides: list[str]) -> di
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
         "run_dir": str(run_dir),
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": git_commit(),
+        "date": date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit or git_commit(),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "warm": warm_quality(run_dir, threads),
         "dev_curve": {str(k): v for k, v in curve.items()},
     }
+    if note:
+        result["note"] = note
     if curve:
         successes = [v["success"] for v in curve.values()]
         result["dev_start"], result["dev_end"] = successes[0], successes[-1]
         result["dev_best"] = max(successes)
         result["gain_points"] = round(100 * (successes[-1] - successes[0]), 1)
-    print(f"[demo_seeds] {row_text(result)}", flush=True)
     return result
 
 
@@ -215,10 +234,35 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--rerun", action="store_true", help="run pairs that already have a result again")
     report = sub.add_parser("report", help="print the table of every recorded run")
     report.add_argument("--readme", action="store_true", help="also rewrite the README's demo_seeds block")
-    for p in (run, report):
+    record = sub.add_parser(
+        "record",
+        help="add a run made outside `run` (e.g. `bash scripts/demo.sh` on a fresh clone) to the JSON",
+    )
+    record.add_argument("run_dir", type=Path)
+    record.add_argument("--seed", type=int, required=True)
+    record.add_argument("--threads", type=int, required=True)
+    record.add_argument("--exit-code", type=int, required=True)
+    record.add_argument(
+        "--wall-s", type=float, required=True, help="the run's wall time (install not counted)"
+    )
+    record.add_argument("--load-before", type=float, required=True)
+    record.add_argument("--commit", help="the commit the run used (default: this checkout's)")
+    record.add_argument("--date", help="when the run ended, e.g. '2026-11-25 14:17 UTC' (default: now)")
+    record.add_argument("--note", help="what the JSON cannot say (where it ran, why it stopped)")
+    for p in (run, report, record):
         p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args, overrides = parser.parse_known_args(argv)
     overrides = [o for o in overrides if o != "--"]
+    if args.command == "record":
+        if not (args.run_dir / "metrics.jsonl").is_file():
+            parser.error(f"{args.run_dir} has no metrics.jsonl: not a run directory")
+        result = summarize(
+            args.run_dir, args.seed, args.threads, overrides, args.exit_code, args.wall_s, args.load_before,
+            commit=args.commit, note=args.note, date=args.date,
+        )  # fmt: skip
+        save(args.out, load(args.out) + [result])
+        print(f"[demo_seeds] recorded: {row_text(result)}")
+        overrides = []
     if args.command == "report" and overrides:
         parser.error(f"unrecognized arguments: {' '.join(overrides)}")
     if args.command == "run":

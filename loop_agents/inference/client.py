@@ -74,6 +74,37 @@ class VLLMClient:
         self._adapter = loras[-1] if loras else None
         return self._adapter
 
+    async def wait_until_serving(self, adapter: str | None, timeout_s: float, poll_s: float = 1.0) -> bool:
+        """Wait until every server answers `/health` and lists `adapter` (if not None) in `/v1/models`.
+
+        A restarted server answers `/health` before its adapters are loaded again, and a request pinned to an
+        adapter it does not list is rejected at once, so a retry must wait for both. Returns False on timeout.
+        """
+        deadline = time.monotonic() + timeout_s
+        session = self._get_session()
+        probe = aiohttp.ClientTimeout(total=5)
+        while True:
+            serving = True
+            for url in list(self.urls):
+                try:
+                    async with session.get(f"{url}/health", timeout=probe) as reply:
+                        serving = reply.status == 200
+                    if serving and adapter is not None:
+                        async with session.get(f"{url}/v1/models", timeout=probe) as reply:
+                            served = (
+                                [m["id"] for m in (await reply.json())["data"]] if reply.status == 200 else []
+                            )
+                        serving = adapter in served
+                except (TimeoutError, aiohttp.ClientError, ValueError, KeyError):
+                    serving = False
+                if not serving:
+                    break
+            if serving:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(poll_s)
+
     async def _read_models(self) -> list[dict]:
         """`GET /v1/models` of the first server that answers."""
         session = self._get_session()

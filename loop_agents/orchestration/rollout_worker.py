@@ -129,30 +129,15 @@ class RolloutWorker:
         return trajectories, metrics
 
     async def _wait_for_servers(self, failed: Trajectory) -> None:
-        """After an inference failure, wait until every server answers /health (the watchdog is
-        restarting a dead one, which takes a vLLM start-up) so the retry does not fail the same way.
-        The URLs are read again each round: a dead inference actor's replacement comes with a new one
-        (`set_servers`)."""
-        import asyncio
-
-        import httpx
-
+        """After an inference failure, wait until every server is healthy and serves the episode's adapter
+        again (the watchdog is restarting a dead one: a vLLM start-up, then the adapter reload) so the retry
+        does not fail the same way. A dead inference actor's replacement comes with a new URL (`set_servers`),
+        which the client reads on every round."""
         if failed.finish_reason != FinishReason.INFERENCE_ERROR:
             return
-        deadline = time.monotonic() + self.cfg.rollout.server_recovery_timeout_s
-        async with httpx.AsyncClient(timeout=5.0) as http:
-            while time.monotonic() < deadline:
-                healthy = True
-                for url in list(self.server_urls):
-                    try:
-                        healthy = (await http.get(f"{url}/health")).status_code == 200
-                    except httpx.HTTPError:
-                        healthy = False
-                    if not healthy:
-                        break
-                if healthy:
-                    return
-                await asyncio.sleep(2.0)
+        await self.client.wait_until_serving(
+            failed.metadata.get("adapter"), self.cfg.rollout.server_recovery_timeout_s, poll_s=2.0
+        )
 
     async def evaluate(
         self, split: str, adapter: str | None, max_tasks: int | None, runs_per_task: int, max_turns: int

@@ -95,6 +95,15 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
 
 
 @pytest.mark.slow
+async def _serving_when_ready(url: str, adapter: str) -> list[str]:
+    """The adapters the server lists the moment `wait_until_serving(adapter)` returns."""
+    client = VLLMClient([url], SERVED_NAME, config=NO_RETRY)
+    assert await client.wait_until_serving(adapter, timeout_s=300, poll_s=0.2)
+    models = await client._read_models()
+    await client.aclose()
+    return [m["id"] for m in models if m.get("parent") is not None]
+
+
 def test_kill_9_mid_request_fails_fast_and_the_watchdog_restores_server_and_adapter(vllm_server, watchdog):
     adapter, url, old_pid = vllm_server.current_adapter, vllm_server.url, vllm_server.pid
     old_tree = [old_pid, *(p.pid for p in psutil.Process(old_pid).children(recursive=True))]
@@ -110,6 +119,9 @@ def test_kill_9_mid_request_fails_fast_and_the_watchdog_restores_server_and_adap
         return outcomes, time.monotonic() - killed_at
 
     outcomes, fail_s = asyncio.run(requests_during_kill())
+    # what an episode's retry waits for: /health answers before the adapter is back, and a request pinned to
+    # an adapter the server does not list is rejected at once (the fault matrix lost an iteration that way)
+    assert asyncio.run(_serving_when_ready(url, adapter)) == [adapter]
     failures = [o for o in outcomes if isinstance(o, InferenceFailure)]
     # The random tiny model samples its EOS early now and then, so a request may have been answered in full
     # before the kill (or its bytes were already in the socket). Anything else must be an InferenceFailure.

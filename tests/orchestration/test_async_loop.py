@@ -27,7 +27,8 @@ def test_async_one_step_off_samples_one_policy_behind_and_loses_nothing(tmp_path
         "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=3", "algorithm.minibatch_size=6",
         "algorithm.epochs=1",
         "algorithm.abs_adv_threshold=0",  # train on every rollout, so each publish carries a changed adapter
-        "learner.sft_epochs=1", "env.options.demo_count=16", "llm.max_new_tokens=16",
+        "learner.sft_epochs=1", "learner.sft_until_p_optimal=null", "env.options.demo_count=16",
+        "llm.max_new_tokens=16",
         "env.turn_schedule.max_turns=3", "eval.enabled=false", "logging.wandb_mode=disabled",
         "logging.plots=false", "learner.stress_test=false",
     ]  # fmt: skip

@@ -36,6 +36,7 @@ pytestmark = pytest.mark.slow
 SHORT = [
     "experiment=demo", "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=2",
     "algorithm.minibatch_size=4", "algorithm.abs_adv_threshold=0.0", "learner.sft_epochs=1",
+    "learner.sft_until_p_optimal=null",
     "env.options.demo_count=16", "llm.max_new_tokens=16", "env.turn_schedule.max_turns=3", "eval.enabled=false",
     "logging.wandb_mode=disabled", "logging.plots=false", "logging.progress=false", "learner.stress_test=false",
 ]  # fmt: skip

@@ -35,7 +35,8 @@ def _command(run_dir: Path) -> list[str]:
     return [
         sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}", "run.iterations=3",
         "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=2", "algorithm.minibatch_size=4",
-        "learner.sft_epochs=1", "env.options.demo_count=16", "llm.max_new_tokens=16",
+        "learner.sft_epochs=1", "learner.sft_until_p_optimal=null", "env.options.demo_count=16",
+        "llm.max_new_tokens=16",
         "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2", "eval.held_out_tasks=2",
         "logging.wandb_mode=disabled", "logging.plots=true", "learner.stress_test=false",
         "logging.wandb_entity=${oc.env:LOOP_TEST_API_KEY}",  # a secret wired into the config

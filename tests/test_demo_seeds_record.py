@@ -1,0 +1,45 @@
+"""`scripts/demo_seeds.py record`: a demo run made outside `run` (a fresh clone's `bash scripts/demo.sh`, a run
+stopped part-way) joins the robustness table with its held-out dev curve and gain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(run_dir: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "scripts" / "demo_seeds.py"), "record", str(run_dir), "--seed", "3",
+               "--threads", "1", "--exit-code", "0", "--wall-s", "1200", "--load-before", "0.5", "--out", str(out),
+               *extra]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+
+
+def test_a_recorded_run_joins_the_table_with_its_curve_and_gain(tmp_path: Path) -> None:
+    run_dir, out = tmp_path / "run", tmp_path / "demo_seeds.json"
+    run_dir.mkdir()
+    rows = [{"iteration": 1, "rollout/count": 96}]
+    rows += [
+        {"iteration": i, "eval/iteration": i, "eval/success_rate": s, "eval/reward_mean": 0.5 + s / 2}
+        for i, s in [(0, 0.2), (3, 0.35), (6, 0.6)]
+    ]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn')
+    done = _record(run_dir, out, "--note", "fresh clone")
+    assert done.returncode == 0, done.stderr
+    assert "seed 3 threads 1: exit 0, 1200 s, dev 0.20 -> 0.60 (+40 points)" in done.stdout
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["gain_points"] == 40.0 and run["note"] == "fresh clone" and run["warm"] == {}
+    assert list(run["dev_curve"]) == ["0", "3", "6"]
+    assert (
+        "| 3 | 1 | not built | 0.20@0 → 0.60@6 | **+40** (fresh clone) | 20.0 min (load 0.5)" in done.stdout
+    )
+
+
+def test_a_directory_without_metrics_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "demo_seeds.json"
+    done = _record(tmp_path / "missing", out)
+    assert done.returncode == 2 and "has no metrics.jsonl: not a run directory" in done.stderr
+    assert not out.exists()
