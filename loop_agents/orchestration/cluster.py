@@ -105,6 +105,7 @@ class Cluster:
         self.max_actor_restarts = int(cfg.run.max_actor_restarts)
         self.restarts = {"rollout_worker": 0, "inference": 0, "evaluator": 0}
         self._pids: dict[str, int] = {}
+        self._pending_pids: dict[str, Any] = {}  # role -> ObjectRef of its pid (actor still starting)
         self.servers = [self._server_cls.remote(*args) for args in self._server_args]
         self.urls = ray.get([s.start.remote() for s in self.servers])
         for index, server in enumerate(self.servers):
@@ -158,11 +159,35 @@ class Cluster:
             self._note_pid("evaluator", evaluator)
         return evaluator
 
-    def _note_pid(self, role: str, actor) -> None:
-        """Record the actor's process id in `logs/actors.json` (diagnostics; fault tests kill by it)."""
+    def _note_pid(self, role: str, actor, wait: bool = True) -> None:
+        """Record the actor's process id in `logs/actors.json` (diagnostics; fault tests kill by it).
+
+        `wait=False` records it once the actor is up (`_note_started_pids`): a replacement evaluator may take
+        minutes to construct on a busy machine, and training must not wait for it."""
         import ray
 
-        self._pids[role] = ray.get(actor.__ray_call__.remote(lambda _self: os.getpid()))
+        ref = actor.__ray_call__.remote(lambda _self: os.getpid())
+        if not wait:
+            self._pending_pids[role] = ref
+            return
+        self._pending_pids.pop(role, None)
+        self._pids[role] = ray.get(ref)
+        self._write_pids()
+
+    def _note_started_pids(self) -> None:
+        """Record the pids of the actors noted with `wait=False` that have started since."""
+        import ray
+
+        for role, ref in list(self._pending_pids.items()):
+            if ray.wait([ref], timeout=0)[0]:
+                del self._pending_pids[role]
+                try:
+                    self._pids[role] = ray.get(ref)
+                except ray.exceptions.RayActorError:
+                    continue  # died before it started: its replacement notes its own pid
+                self._write_pids()
+
+    def _write_pids(self) -> None:
         path = self.run_dir / "logs" / "actors.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         temp = path.with_suffix(".tmp")
@@ -368,6 +393,7 @@ class Cluster:
         import ray
 
         done = []
+        self._note_started_pids()
         while True:
             if self._evals:
                 self.check_servers()  # a dead server is replaced, so evaluation episodes retry on the new one
@@ -407,7 +433,8 @@ class Cluster:
         restart = ""
         if self.evaluator is evaluator:  # not yet replaced for an earlier evaluation of the same death
             used = self._restart("evaluator", "evaluator", err)
-            self.evaluator = self._new_evaluator()
+            self.evaluator = self._new_evaluator(note_pid=False)
+            self._note_pid("evaluator", self.evaluator, wait=False)
             restart = f"restart {used} of run.max_actor_restarts={self.max_actor_restarts}: "
         print(
             f"[cluster] evaluator died during the evaluation of iteration {iteration} (attempt {attempt}): "

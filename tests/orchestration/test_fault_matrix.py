@@ -39,7 +39,7 @@ def _command(run_dir: Path, iterations: int) -> list[str]:
         f"run.iterations={iterations}", f"algorithm.tasks_per_iteration={TASKS}",
         f"algorithm.rollouts_per_task={K}", "algorithm.minibatch_size=4", "learner.sft_epochs=1",
         "learner.sft_until_p_optimal=null", "env.options.demo_count=16", "llm.max_new_tokens=16",
-        "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2",
+        "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2", "eval.held_out_tasks=2",
         "logging.wandb_mode=disabled", "logging.plots=false", "logging.progress=false",
         "learner.stress_test=false",
     ]  # fmt: skip
