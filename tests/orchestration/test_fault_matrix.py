@@ -103,13 +103,34 @@ class _SamplingProbe:
         return sum(float(v) for v in running) >= 1
 
 
+def _engine_core_pid(run_dir: Path, timeout_s: float = 30.0) -> int:
+    """vLLM's EngineCore in the run's server tree. Its title is `VLLM::EngineCore` (`comm` keeps 15 characters:
+    `VLLM::EngineCor`); a process that is exiting reads an empty cmdline, so both are checked and the tree is read
+    again until it shows (once, in CI, one reading found none)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen = []
+        for proc in _vllm_tree(run_dir):
+            try:
+                title = f"{proc.name()} {' '.join(proc.cmdline())}"
+            except psutil.Error:
+                continue
+            if "EngineCor" in title:
+                return proc.pid
+            seen.append((proc.pid, title[:80]))
+        assert time.monotonic() < deadline, (
+            f"no EngineCore in the run's vLLM tree within {timeout_s:.0f} s: {seen}"
+        )
+        time.sleep(0.2)
+
+
 def _victim_pid(victim: str, run_dir: Path, run: subprocess.Popen) -> int:
     if victim in ("rollout_worker", "inference_0", "evaluator"):
         return json.loads((run_dir / "logs" / "actors.json").read_text())[victim]
     if victim == "vllm_api_server":
         return _vllm_tree(run_dir)[0].pid
     if victim == "vllm_engine_core":
-        return next(p.pid for p in _vllm_tree(run_dir) if "EngineCore" in " ".join(p.cmdline()) + p.name())
+        return _engine_core_pid(run_dir)
     if victim == "learner":  # the training process under the supervisor
         return psutil.Process(run.pid).children()[0].pid
     if victim in (
@@ -147,12 +168,12 @@ def _run_with_kills(tmp_path: Path, iterations: int, kills: dict[int, str]) -> t
                 _wait_for(
                     lambda i=iteration: i - 1 in _training_rows(run_dir), run, log, f"row {iteration - 1}"
                 )
+                pid = _victim_pid(victim, run_dir, run)  # before the wait: the kill must follow it at once
                 if victim in IN_FLIGHT_VICTIMS:
                     _wait_for(
                         lambda i=iteration: sampling() or i in _training_rows(run_dir),
                         run, log, f"sampling in iteration {iteration}", poll_s=0.005,
                     )  # fmt: skip
-                pid = _victim_pid(victim, run_dir, run)
                 assert iteration not in _training_rows(run_dir), (
                     f"iteration {iteration} ended before {victim} could be killed in it (its sampling was not seen)"
                 )
