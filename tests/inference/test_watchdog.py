@@ -94,7 +94,6 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
     _wait_until_healthy(vllm_server)
 
 
-@pytest.mark.slow
 async def _serving_when_ready(url: str, adapter: str) -> list[str]:
     """The adapters the server lists the moment `wait_until_serving(adapter)` returns."""
     client = VLLMClient([url], SERVED_NAME, config=NO_RETRY)
@@ -104,6 +103,7 @@ async def _serving_when_ready(url: str, adapter: str) -> list[str]:
     return [m["id"] for m in models if m.get("parent") is not None]
 
 
+@pytest.mark.slow
 def test_kill_9_mid_request_fails_fast_and_the_watchdog_restores_server_and_adapter(vllm_server, watchdog):
     adapter, url, old_pid = vllm_server.current_adapter, vllm_server.url, vllm_server.pid
     old_tree = [old_pid, *(p.pid for p in psutil.Process(old_pid).children(recursive=True))]
