@@ -111,7 +111,7 @@ class Cluster:
         for index, server in enumerate(self.servers):
             self._note_pid(f"inference_{index}", server)
         self.worker = self._new_worker(note_pid=False)  # both start at once; their pids are noted below
-        self.evaluator = self._new_evaluator(note_pid=False) if cfg.eval.enabled else None
+        self.evaluator = self._new_evaluator() if cfg.eval.enabled else None
         self._note_pid("rollout_worker", self.worker)
         if self.evaluator is not None:
             self._note_pid("evaluator", self.evaluator)
@@ -153,11 +153,10 @@ class Cluster:
             self._note_pid("rollout_worker", worker)
         return worker
 
-    def _new_evaluator(self, note_pid: bool = True):
-        evaluator = self._worker_cls.remote(self._cfg_container, self.model_path, self.urls, evaluation=True)
-        if note_pid:
-            self._note_pid("evaluator", evaluator)
-        return evaluator
+    def _new_evaluator(self):
+        """A new evaluator actor; its caller notes the pid (at start-up once the worker's is noted, after a
+        death without waiting for the construction)."""
+        return self._worker_cls.remote(self._cfg_container, self.model_path, self.urls, evaluation=True)
 
     def _note_pid(self, role: str, actor, wait: bool = True) -> None:
         """Record the actor's process id in `logs/actors.json` (diagnostics; fault tests kill by it).
@@ -433,7 +432,7 @@ class Cluster:
         restart = ""
         if self.evaluator is evaluator:  # not yet replaced for an earlier evaluation of the same death
             used = self._restart("evaluator", "evaluator", err)
-            self.evaluator = self._new_evaluator(note_pid=False)
+            self.evaluator = self._new_evaluator()
             self._note_pid("evaluator", self.evaluator, wait=False)
             restart = f"restart {used} of run.max_actor_restarts={self.max_actor_restarts}: "
         print(
