@@ -21,6 +21,20 @@ import torch
 from loop_agents.rollout.trajectory import Trajectory
 
 
+def masked_token_nll(model, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean NLL of the labelled next tokens: −(1/|M|) Σ_{(b,t)∈M} log softmax(W h_{b,t})[labels_{b,t+1}].
+
+    The same loss as `model(..., labels=labels).loss` (Hugging Face shifts the labels the same way), but
+    the vocabulary projection runs only at the positions M that have a label: in the demo's demonstrations
+    14 % of the tokens, and the projection is about a third of the 0.6 M model's compute.
+    """
+    hidden = model.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
+    targets = labels[:, 1:]
+    keep = targets != -100
+    logits = model.lm_head(hidden[:, :-1][keep]).float()
+    return torch.nn.functional.cross_entropy(logits, targets[keep])
+
+
 def sft_full_weights(
     model,
     examples: list[tuple[list[int], list[int]]],
@@ -58,7 +72,7 @@ def sft_full_weights(
                 labels[row, : len(ids)] = torch.tensor(
                     [t if m else -100 for t, m in zip(ids, mask, strict=True)]
                 )
-            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            loss = masked_token_nll(model, input_ids, attention, labels)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -215,3 +215,27 @@ def test_a_stalled_warm_start_starts_again_in_another_order(tiny_model_dir, tmp_
     )  # fmt: skip
     report = json.loads((out / "warm_start.json").read_text())
     assert report["draws"] == 1 and report["epochs_run"] == 4 and report["ready"] is False
+
+
+def test_masked_token_nll_is_the_models_own_causal_lm_loss(tiny_model_dir):
+    """The loss that projects only labelled positions equals Hugging Face's loss over the full logits."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from loop_agents.orchestration.full_sft import masked_token_nll
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation="eager")
+    vocab = model.config.vocab_size
+    input_ids = torch.randint(0, vocab, (3, 11))
+    attention = torch.ones_like(input_ids)
+    attention[1, 8:] = 0  # a padded row
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 4:9] = input_ids[0, 4:9]
+    labels[1, 2:8] = input_ids[1, 2:8]
+    labels[2, 10] = input_ids[2, 10]
+    expected = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+    got = masked_token_nll(model, input_ids, attention, labels)
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+    got.backward()  # gradients flow through the selected positions
+    assert model.lm_head.weight.grad is not None and model.lm_head.weight.grad.abs().sum() > 0
