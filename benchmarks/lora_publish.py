@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.random_adapter import write_random_lora_adapter
 from loop_agents.inference.server import VLLMServer
@@ -24,7 +25,7 @@ _HTTP = httpx.Client(trust_env=False)
 
 def _timed_post(url: str, path: str, **kwargs) -> float:
     started = time.perf_counter()
-    _HTTP.post(f"{url}{path}", timeout=60, **kwargs).raise_for_status()
+    _HTTP.post(f"{url}{path}", timeout=60, headers=auth_headers(), **kwargs).raise_for_status()
     return (time.perf_counter() - started) * 1000
 
 

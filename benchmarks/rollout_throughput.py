@@ -21,6 +21,7 @@ from pathlib import Path
 import aiohttp
 import httpx
 
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.protocol import SamplingParams
@@ -28,13 +29,13 @@ from loop_agents.inference.server import VLLMServer
 
 
 def _generated_tokens(url: str) -> float:
-    text = httpx.get(f"{url}/metrics", timeout=10).text
+    text = httpx.get(f"{url}/metrics", timeout=10, headers=auth_headers()).text
     return sum(float(m) for m in re.findall(r"^vllm:generation_tokens_total\{[^}]*\} (\S+)", text, re.M))
 
 
 async def _raw(url: str, model: str, prompts: list[list[int]], max_tokens: int, concurrency: int) -> None:
     gate = asyncio.Semaphore(concurrency)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=auth_headers()) as session:
 
         async def one(prompt: list[int]) -> None:
             body = {

@@ -6,11 +6,16 @@ import os
 
 import pytest
 
+from loop_agents.inference.api_key import ensure_run_key
+
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One vLLM API key for the session: the servers, runs and Ray workers the tests start inherit it, and the
+# tests' own requests send it with auth_headers().
+ensure_run_key()
 
 
 @pytest.fixture(scope="session")

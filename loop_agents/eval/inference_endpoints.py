@@ -11,6 +11,8 @@ from omegaconf import DictConfig
 
 from loop_agents.eval.cli_args import UsageError
 from loop_agents.eval.eval_target import PROG
+from loop_agents.inference.api_key import ENV_NAME as API_KEY_ENV
+from loop_agents.inference.api_key import auth_headers
 
 
 # ---------------------------------------------------------------------------------------- servers
@@ -69,6 +71,7 @@ class InferenceEndpoints:
             json={"lora_name": name, "lora_path": str(adapter.resolve())},
             timeout=120,
             trust_env=False,
+            headers=auth_headers(),
         )
         if reply.status_code != 200:
             raise UsageError(
@@ -87,7 +90,7 @@ class InferenceEndpoints:
 
             try:
                 httpx.post(f"{self.urls[0]}/v1/unload_lora_adapter", json={"lora_name": self._loaded},
-                           timeout=30, trust_env=False)  # fmt: skip
+                           timeout=30, trust_env=False, headers=auth_headers())  # fmt: skip
             except httpx.HTTPError:
                 pass
 
@@ -95,11 +98,15 @@ class InferenceEndpoints:
         import httpx
 
         try:
-            reply = httpx.get(f"{url}{path}", timeout=10, trust_env=False)
+            reply = httpx.get(f"{url}{path}", timeout=10, trust_env=False, headers=auth_headers())
         except httpx.HTTPError as exc:
             raise UsageError(
                 f"server_url={url}: GET {path} failed ({type(exc).__name__}); is the server up?"
             ) from None
+        if reply.status_code == 401:
+            raise UsageError(
+                f"server_url={url}: GET {path} answered HTTP 401; set {API_KEY_ENV} to the server's API key"
+            )
         if reply.status_code != 200:
             raise UsageError(f"server_url={url}: GET {path} answered HTTP {reply.status_code}")
         return reply

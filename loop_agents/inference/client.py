@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import aiohttp
 
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.errors import InvalidInferenceRequest, RequestAborted
 from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams, TokenGenerator
@@ -228,7 +229,7 @@ class VLLMClient:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
             connector = aiohttp.TCPConnector(limit=self.config.max_connections)
-            self._session = aiohttp.ClientSession(connector=connector)
+            self._session = aiohttp.ClientSession(connector=connector, headers=auth_headers())
             self._session_loop = loop
         return self._session
 

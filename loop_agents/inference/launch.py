@@ -12,6 +12,7 @@ import socket
 import sys
 from pathlib import Path
 
+from loop_agents.inference.api_key import server_key_environment
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.redaction import child_environment
 
@@ -109,6 +110,7 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         VLLM_LOGGING_LEVEL=env.get("VLLM_LOGGING_LEVEL", "INFO"),
         LOOP_AGENTS_DIE_WITH_PARENT="1",
         PYTHONPATH=os.pathsep.join(p for p in (str(SERVER_SITE), env.get("PYTHONPATH")) if p),
+        **server_key_environment(),  # every route but /health needs the run's key (inference/api_key.py)
     )
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
     if config.gpu_ids:

@@ -21,6 +21,7 @@ from loop_agents.child_process import (
     record_process_tree,
     terminate_with_parent,
 )
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.errors import InferenceServerError
 
 
@@ -68,7 +69,7 @@ class ServerProcess:
         """Poll `GET /v1/models` until the server lists `served_name` for `model_root`; raise if it exits or times out."""
         deadline = time.monotonic() + deadline_s
         last_error = self._last_probe_error = "no answer yet"
-        with httpx.Client(trust_env=False) as http:
+        with httpx.Client(trust_env=False, headers=auth_headers()) as http:
             while time.monotonic() < deadline:
                 if self._ready_once(http, base_url, model_root, served_name) is True:
                     record_process_tree(self.pid, self.tree_record)

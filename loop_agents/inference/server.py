@@ -22,6 +22,7 @@ import httpx
 import psutil
 
 from loop_agents.inference.adapter_check import validate_adapter_dir
+from loop_agents.inference.api_key import auth_headers, ensure_run_key
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.errors import AdapterError, InferenceServerError
 from loop_agents.inference.launch import find_free_port, port_is_free, server_command, server_environment
@@ -58,7 +59,8 @@ class VLLMServer:
         self.last_startup_s: float | None = None
         self.last_publish_s: float | None = None
         # One pooled client: httpx.post() builds a new client and SSL context per call (~70 ms each).
-        self._http = httpx.Client(trust_env=False)
+        ensure_run_key()  # the server it starts and this client share the run's key (inference/api_key.py)
+        self._http = httpx.Client(trust_env=False, headers=auth_headers())
         self._generated_tokens: float | None = None  # vLLM's counter at the last timed-out health probe
 
     # ---------------------------------------------------------------- lifecycle

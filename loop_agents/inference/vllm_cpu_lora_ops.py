@@ -14,8 +14,6 @@ by name at import); the vLLM server's sitecustomize calls it on CPU (see `launch
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import sys
 from types import ModuleType
 from typing import Any
@@ -97,32 +95,13 @@ def patch(module: ModuleType) -> None:
     module.LOOP_AGENTS_PATCHED = True
 
 
-class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds TARGET through the other finders, runs it, then patches it before anyone imports from it."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != TARGET:
-            return None
-        sys.meta_path.remove(self)  # one-shot: the real finders locate the module
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        self._loader = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        patch(module)
-        print("[loop_agents] vLLM CPU LoRA ops: grouped dense matmuls (vllm_cpu_lora_ops)", file=sys.stderr)
-
-
 def install_on_import() -> None:
     """Patch TARGET when it is first imported (or now, if it already was)."""
-    if TARGET in sys.modules:
-        patch(sys.modules[TARGET])
-    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport())
+    from loop_agents.inference.patch_on_import import patch_on_import
+
+    patch_on_import(TARGET, _patch_and_say)
+
+
+def _patch_and_say(module: ModuleType) -> None:
+    patch(module)
+    print("[loop_agents] vLLM CPU LoRA ops: grouped dense matmuls (vllm_cpu_lora_ops)", file=sys.stderr)

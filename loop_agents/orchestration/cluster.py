@@ -30,6 +30,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from loop_agents.inference.api_key import ENV_NAME as API_KEY_ENV
+from loop_agents.inference.api_key import ensure_run_key
 from loop_agents.orchestration.placement import plan
 
 MAX_EVAL_ATTEMPTS = 3  # evaluators one evaluation may use up before it is given up
@@ -42,9 +44,10 @@ def init_ray(cfg: DictConfig) -> None:
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
+    key = ensure_run_key()  # before the local head starts: its workers inherit it (inference/api_key.py)
     if cfg.ray.address:
         _use_ray_token_if_available()
-        ray.init(address=cfg.ray.address, **kwargs)
+        ray.init(address=cfg.ray.address, runtime_env={"env_vars": {API_KEY_ENV: key}}, **kwargs)
     else:
         ray.init(num_cpus=cfg.ray.num_cpus or os.cpu_count(), **kwargs)
 

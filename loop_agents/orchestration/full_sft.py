@@ -21,7 +21,9 @@ import torch
 from loop_agents.rollout.trajectory import Trajectory
 
 
-def masked_token_nll(model, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def masked_token_nll(
+    model, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
     """Mean NLL of the labelled next tokens: −(1/|M|) Σ_{(b,t)∈M} log softmax(W h_{b,t})[labels_{b,t+1}].
 
     The same loss as `model(..., labels=labels).loss` (Hugging Face shifts the labels the same way), but

@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.errors import AdapterError, InvalidInferenceRequest
 from loop_agents.inference.protocol import SamplingParams
@@ -26,7 +27,7 @@ def _running_adapters(url: str) -> set[str]:
     """Adapters running or waiting in vLLM's latest lora_requests_info sample (its value is a timestamp)."""
     samples = [
         line
-        for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines()
+        for line in httpx.get(f"{url}/metrics", timeout=10, headers=auth_headers()).text.splitlines()
         if line.startswith("vllm:lora_requests_info{")
     ]
     latest = max(samples, key=lambda line: float(line.rsplit(" ", 1)[1]))

@@ -16,6 +16,7 @@ import httpx
 import psutil
 import pytest
 
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams
@@ -72,7 +73,7 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
             "max_tokens": MAX_MODEL_LEN - 8,
             "ignore_eos": True,
         }
-        async with httpx.AsyncClient(timeout=600) as http:
+        async with httpx.AsyncClient(timeout=600, headers=auth_headers()) as http:
             flood = [
                 asyncio.create_task(http.post(f"{vllm_server.url}/v1/completions", json=body))
                 for _ in range(64)

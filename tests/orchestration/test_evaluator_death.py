@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from loop_agents.config.load import compose
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.random_adapter import write_random_lora_adapter
 
 pytestmark = pytest.mark.slow
@@ -67,5 +68,5 @@ def test_dead_evaluator_is_recreated_and_its_evaluation_rerun(cluster, tiny_mode
     best = json.loads((tmp_path / "checkpoints" / "best" / "eval.json").read_text())
     assert best["iteration"] == 2  # recorded from the adapter copy, not the pruned checkpoint
     assert len((tmp_path / "eval" / "dev" / "iter_000002.jsonl").read_text().splitlines()) == 3
-    models = httpx.get(f"{cluster.urls[0]}/v1/models", timeout=30).json()["data"]
+    models = httpx.get(f"{cluster.urls[0]}/v1/models", timeout=30, headers=auth_headers()).json()["data"]
     assert [m["id"] for m in models if m.get("parent")] == ["policy-2"]  # eval-2 was unloaded

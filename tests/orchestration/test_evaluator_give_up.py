@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from loop_agents.config.load import compose
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.random_adapter import write_random_lora_adapter
 
 pytestmark = pytest.mark.slow
@@ -50,7 +51,7 @@ def test_an_evaluation_that_kills_three_evaluators_is_given_up(tiny_model_dir, t
         assert "[cluster] evaluation of iteration 2 given up after 3 attempts" in err
         assert not (tmp_path / "eval_adapters" / "iter_000002").exists()
         assert not (tmp_path / "checkpoints" / "best").exists()  # nothing recorded for it
-        models = httpx.get(f"{cluster.urls[0]}/v1/models", timeout=30).json()["data"]
+        models = httpx.get(f"{cluster.urls[0]}/v1/models", timeout=30, headers=auth_headers()).json()["data"]
         assert [m["id"] for m in models if m.get("parent")] == ["policy-2"]  # eval-2 was unloaded
         assert ray.get(cluster.evaluator.task_ids.remote("dev"))  # a fourth evaluator serves the next one
     finally:

@@ -28,6 +28,8 @@ import httpx
 import psutil
 import pytest
 
+from loop_agents.inference.api_key import auth_headers
+
 ROOT = Path(__file__).resolve().parents[2]
 TASKS, K = 2, 2
 pytestmark = pytest.mark.slow
@@ -80,7 +82,7 @@ class _SamplingProbe:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self.http = httpx.Client(timeout=2.0)
+        self.http = httpx.Client(timeout=2.0, headers=auth_headers())
         self._server: tuple[int, str] | None = None  # (api_server pid, metrics URL)
 
     def _metrics_url(self) -> str | None:

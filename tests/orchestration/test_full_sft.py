@@ -225,7 +225,9 @@ def test_masked_token_nll_is_the_models_own_causal_lm_loss(tiny_model_dir):
     from loop_agents.orchestration.full_sft import masked_token_nll
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(
+        tiny_model_dir, dtype=torch.float32, attn_implementation="eager"
+    )
     vocab = model.config.vocab_size
     input_ids = torch.randint(0, vocab, (3, 11))
     attention = torch.ones_like(input_ids)

@@ -24,6 +24,7 @@ from peft import PeftModel
 from transformers import AutoModelForCausalLM
 
 from loop_agents.envs.bundled.tasks import task_ids
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.learner.checkpoint import is_complete
 from loop_agents.orchestration.task_sampler import TaskSampler
 
@@ -79,7 +80,9 @@ def _kill_vllm_while_it_samples(record: Path, since: float, run: subprocess.Pope
             cmdline = psutil.Process(pid).cmdline()
             port = cmdline[cmdline.index("--port") + 1]
             try:
-                metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0).text
+                metrics = httpx.get(
+                    f"http://127.0.0.1:{port}/metrics", timeout=2.0, headers=auth_headers()
+                ).text
             except httpx.HTTPError:
                 metrics = ""
             running = re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)", metrics, re.M)

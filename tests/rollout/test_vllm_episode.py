@@ -15,6 +15,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.protocol import Completion, SamplingParams
 from loop_agents.rollout.appworld_agent import AppWorldAgent
 from loop_agents.rollout.config import EpisodeConfig
@@ -46,7 +47,7 @@ class CompletionsGenerator:
             "skip_special_tokens": False,
             "include_stop_str_in_output": True,
         }
-        async with httpx.AsyncClient(timeout=120) as client:
+        async with httpx.AsyncClient(timeout=120, headers=auth_headers()) as client:
             response = await client.post(f"{self.url}/v1/completions", json=body)
         if response.status_code != 200:
             raise RuntimeError(f"vLLM answered {response.status_code}: {response.text[:2000]}")

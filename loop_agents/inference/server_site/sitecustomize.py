@@ -32,6 +32,13 @@ if os.environ.get("LOOP_AGENTS_CPU_LORA_OPS") == "1":
     install_on_import()
 
 
+if os.environ.get("LOOP_AGENTS_GUARD_ALL_ROUTES") == "1":
+    from loop_agents.inference.api_key import MIDDLEWARE_MODULE, guard_every_route
+    from loop_agents.inference.patch_on_import import patch_on_import
+
+    patch_on_import(MIDDLEWARE_MODULE, guard_every_route)
+
+
 def _import_the_next_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     module = sys.modules.pop(__name__)

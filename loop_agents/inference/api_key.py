@@ -1,0 +1,67 @@
+"""The vLLM servers' API key: every request we send carries it; without it a server answers 401 on every route.
+
+A run makes one random key (`ensure_run_key`, before Ray starts) and keeps it in the environment variable
+`LOOP_AGENTS_VLLM_API_KEY`, so every actor of a local Ray head (inference actors, rollout workers, the
+evaluator) inherits it; a cluster that is joined gets it through the job's `runtime_env`. A server gets it as
+`VLLM_API_KEY` in its environment, never on its command line (which any process can read in `ps`). The variable's
+name holds KEY, so `redaction` keeps its value out of configs, logs and the environments of env servers.
+To use your own vLLM server, set `LOOP_AGENTS_VLLM_API_KEY` to its key.
+
+vLLM's own check (`--api-key`) guards only `/v1/*`; with VLLM_SERVER_DEV_MODE (which we need for `/sleep`,
+`/reset_prefix_cache`) `/collective_rpc` and friends would stay open. `guard_every_route` makes the middleware
+check every route except `OPEN_PATHS`; the server's sitecustomize arms it when `LOOP_AGENTS_GUARD_ALL_ROUTES=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from types import ModuleType
+
+ENV_NAME = "LOOP_AGENTS_VLLM_API_KEY"
+MIDDLEWARE_MODULE = "vllm.entrypoints.serve.middleware.authenticate"
+OPEN_PATHS = frozenset({"/health", "/ping"})  # liveness only: they say nothing and change nothing
+
+
+def ensure_run_key() -> str:
+    """This process's key: the one in the environment, else a new random one put there (inherited by children)."""
+    key = os.environ.get(ENV_NAME)
+    if not key:
+        key = os.environ[ENV_NAME] = secrets.token_urlsafe(32)
+    return key
+
+
+def current_key() -> str | None:
+    """The key in this process's environment, if any."""
+    return os.environ.get(ENV_NAME) or None
+
+
+def auth_headers() -> dict[str, str]:
+    """`Authorization: Bearer <key>` when a key is set, else no header."""
+    key = current_key()
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def server_key_environment() -> dict[str, str]:
+    """What a vLLM server's environment needs for the key: VLLM_API_KEY and the all-routes guard."""
+    return {"VLLM_API_KEY": ensure_run_key(), "LOOP_AGENTS_GUARD_ALL_ROUTES": "1"}
+
+
+def guard_every_route(module: ModuleType) -> None:
+    """Make vLLM's AuthenticationMiddleware check the key on every route but OPEN_PATHS (and CORS preflights)."""
+    middleware = module.AuthenticationMiddleware
+    if getattr(middleware, "LOOP_AGENTS_GUARDS_ALL", False):
+        return
+    from starlette.datastructures import Headers
+    from starlette.responses import JSONResponse
+
+    def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket") or scope.get("method") == "OPTIONS":
+            return self.app(scope, receive, send)
+        path = scope["path"].removeprefix(scope.get("root_path", ""))
+        if path not in OPEN_PATHS and not self.verify_token(Headers(scope=scope)):
+            return JSONResponse(content={"error": "Unauthorized"}, status_code=401)(scope, receive, send)
+        return self.app(scope, receive, send)
+
+    middleware.__call__ = __call__
+    middleware.LOOP_AGENTS_GUARDS_ALL = True
