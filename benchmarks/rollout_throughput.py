@@ -35,7 +35,9 @@ def _generated_tokens(url: str) -> float:
 
 async def _raw(url: str, model: str, prompts: list[list[int]], max_tokens: int, concurrency: int) -> None:
     gate = asyncio.Semaphore(concurrency)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=auth_headers()) as session:
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), headers=auth_headers()
+    ) as session:
 
         async def one(prompt: list[int]) -> None:
             body = {
