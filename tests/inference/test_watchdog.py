@@ -83,7 +83,9 @@ def test_a_busy_server_is_not_taken_for_a_hung_one(vllm_server):
             for _ in range(4):  # the first timed-out probe has no earlier count to compare with
                 await asyncio.sleep(0.5)
                 probes.append(await asyncio.to_thread(vllm_server.check_health, 0.001))
-            busy = sum(not task.done() for task in flood)  # at the last probe: the flood's requests end together
+            busy = sum(
+                not task.done() for task in flood
+            )  # at the last probe: the flood's requests end together
             for task in flood:
                 task.cancel()
             await asyncio.gather(*flood, return_exceptions=True)
