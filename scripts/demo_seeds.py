@@ -81,8 +81,30 @@ def warm_quality(run_dir: Path, threads: int) -> dict:
     return {
         "sft_loss": report["epoch_losses"][-1],
         "sft_seconds": report.get("seconds"),
+        "sft_epochs": report.get("epochs_run"),
+        "sft_draws": report.get("draws"),
         **optimal_episode_probabilities(model, chat, 100),
     }
+
+
+def run_summary(run_dir: Path) -> dict:
+    """From the run's summary.json: time per phase, and held-out success (the tasks the selection never saw)."""
+    path = run_dir / "summary.json"
+    if not path.exists():
+        return {}
+    summary = json.loads(path.read_text())
+    out: dict = {"phases_s": {k: round(v, 1) for k, v in summary.get("phases_s", {}).items()}}
+    held = summary.get("held_out") or {}
+    if "held_out/start/success_rate" in held:
+        out["held_out"] = {
+            "tasks": int(held.get("held_out/num_tasks", held.get("held_out/start/num_tasks", 0))),
+            **{
+                which: held[f"held_out/{which}/success_rate"]
+                for which in ("start", "best", "final")
+                if f"held_out/{which}/success_rate" in held
+            },
+        }
+    return out
 
 
 def run_one(seed: int, threads: int, runs_dir: Path, overrides: list[str]) -> dict:
@@ -146,6 +168,7 @@ def summarize(
         "cores": os.cpu_count(),
         "warm": warm_quality(run_dir, threads),
         "dev_curve": {str(k): v for k, v in curve.items()},
+        **run_summary(run_dir),
     }
     if note:
         result["note"] = note
@@ -178,8 +201,9 @@ def markdown_table(runs: list[dict]) -> str:
     """One row per run, failures included; dev success at the evaluated iterations 0 -> ... -> end."""
     lines = [
         "| seed | threads | warm start: SFT loss, P(optimal dev episode), P(code symbols) | "
-        "dev success at RL iterations (0 → … → end) | gain | wall time (warm start + RL) | date, CPU, commit |",
-        "|---|---|---|---|---|---|---|",
+        "dev success at RL iterations (0 → … → end) | gain | held out: other dev tasks, start → final | "
+        "wall time (warm start) | date, CPU, commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         warm = r.get("warm", {})
@@ -196,9 +220,14 @@ def markdown_table(runs: list[dict]) -> str:
         status = "" if r["exit_code"] == 0 else f" (exit {r['exit_code']})"
         if r.get("note"):  # what the operator knows about the run that the JSON cannot (e.g. why it died)
             status += f" ({r['note']})"
+        held = r.get("held_out", {})
+        held_text = (
+            f"{held['start']:.2f} → {held['final']:.2f} ({held['tasks']} tasks)" if "final" in held else "—"
+        )
         lines.append(
-            f"| {r['seed']} | {r['threads']} | {warm_text} | {curve_text} | {gain}{status} | "
-            f"{r['wall_s'] / 60:.1f} min (load {r['load_before']:.1f}) | {r['date']}, {r['cpu']}, {r['commit']} |"
+            f"| {r['seed']} | {r['threads']} | {warm_text} | {curve_text} | {gain}{status} | {held_text} | "
+            f"{r['wall_s'] / 60:.1f} min ({_warm_time(r)}load {r['load_before']:.1f}) | "
+            f"{r['date']}, {r['cpu']}, {r['commit']} |"
         )
     gains = sorted(r["gain_points"] for r in runs if "gain_points" in r)
     if gains:
@@ -210,9 +239,40 @@ def markdown_table(runs: list[dict]) -> str:
         lines.append("")
         lines.append(
             f"{len(runs)} runs, {len(gains)} evaluated: gain min {gains[0]:+.0f}, median {median:+.0f}, "
-            f"max {gains[-1]:+.0f} points; runs with a gain ≥ +30: {sum(g >= 30 for g in gains)} of {len(runs)}."
+            f"max {gains[-1]:+.0f} points; runs with a gain ≥ +30: {sum(g >= 30 for g in gains)} of {len(runs)}; "
+            f"runs within 20 minutes: {sum(r['wall_s'] <= 1200 for r in runs)} of {len(runs)}."
         )
     return "\n".join(lines)
+
+
+def refreshed(record: dict) -> dict:
+    """`record` with what its run directory (if it still exists) says about phases, held-out tasks and epochs."""
+    run_dir = Path(record["run_dir"])
+    if not run_dir.is_dir():
+        return record
+    record = {**record, **run_summary(run_dir)}
+    warm_json = run_dir / "warm_model" / "warm_start.json"
+    if record.get("warm") and warm_json.exists():
+        report = json.loads(warm_json.read_text())
+        record["warm"] = {
+            **record["warm"],
+            "sft_epochs": report.get("epochs_run"),
+            "sft_draws": report.get("draws"),
+        }
+    return record
+
+
+def _warm_time(r: dict) -> str:
+    """`warm start 5.5 min, 4 epochs; ` where the record knows it."""
+    seconds = r.get("phases_s", {}).get("warm start")
+    if seconds is None:
+        return ""
+    epochs = r.get("warm", {}).get("sft_epochs")
+    draws = r.get("warm", {}).get("sft_draws") or 1
+    parts = [f"warm start {seconds / 60:.1f} min"]
+    if epochs:
+        parts.append(f"{epochs} epochs" + (f" of order {draws}" if draws > 1 else ""))
+    return ", ".join(parts) + "; "
 
 
 def write_readme(table: str, readme: Path = ROOT / "README.md") -> None:
@@ -234,6 +294,10 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--rerun", action="store_true", help="run pairs that already have a result again")
     report = sub.add_parser("report", help="print the table of every recorded run")
     report.add_argument("--readme", action="store_true", help="also rewrite the README's demo_seeds block")
+    report.add_argument(
+        "--refresh", action="store_true", help="re-read phase times, held-out success and warm-start epochs "
+        "from the run directories that still exist (records made by an older version of this script)",
+    )  # fmt: skip
     record = sub.add_parser(
         "record",
         help="add a run made outside `run` (e.g. `bash scripts/demo.sh` on a fresh clone) to the JSON",
@@ -280,6 +344,9 @@ def main(argv: list[str] | None = None) -> None:
                 result = run_one(seed, threads, args.runs_dir, overrides)
                 save(args.out, load(args.out) + [result])
     runs = load(args.out)
+    if args.command == "report" and args.refresh:
+        runs = [refreshed(r) for r in runs]
+        save(args.out, runs)
     table = markdown_table(runs)
     print(table)
     if args.command == "report" and args.readme:

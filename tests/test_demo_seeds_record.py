@@ -34,7 +34,8 @@ def test_a_recorded_run_joins_the_table_with_its_curve_and_gain(tmp_path: Path) 
     assert run["gain_points"] == 40.0 and run["note"] == "fresh clone" and run["warm"] == {}
     assert list(run["dev_curve"]) == ["0", "3", "6"]
     assert (
-        "| 3 | 1 | not built | 0.20@0 → 0.60@6 | **+40** (fresh clone) | 20.0 min (load 0.5)" in done.stdout
+        "| 3 | 1 | not built | 0.20@0 → 0.60@6 | **+40** (fresh clone) | — | 20.0 min (load 0.5)"
+        in done.stdout
     )
 
 
@@ -43,3 +44,22 @@ def test_a_directory_without_metrics_is_refused_and_nothing_is_written(tmp_path:
     done = _record(tmp_path / "missing", out)
     assert done.returncode == 2 and "has no metrics.jsonl: not a run directory" in done.stderr
     assert not out.exists()
+
+
+def test_phase_times_and_held_out_success_come_from_the_runs_summary(tmp_path: Path) -> None:
+    run_dir, out = tmp_path / "run", tmp_path / "demo_seeds.json"
+    run_dir.mkdir()
+    rows = [{"iteration": i, "eval/iteration": i, "eval/success_rate": s} for i, s in [(0, 0.16), (18, 0.84)]]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {
+        "phases_s": {"warm start": 331.28, "rollout": 88.2, "total": 573.4},
+        "held_out": {"held_out/num_tasks": 400.0, "held_out/start/success_rate": 0.2025,
+                     "held_out/best/success_rate": 0.83, "held_out/final/success_rate": 0.8325},
+    }  # fmt: skip
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    done = _record(run_dir, out)
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["phases_s"]["warm start"] == 331.3
+    assert run["held_out"] == {"tasks": 400, "start": 0.2025, "best": 0.83, "final": 0.8325}
+    assert "| **+68** | 0.20 → 0.83 (400 tasks) | 20.0 min (warm start 5.5 min; load 0.5) |" in done.stdout
