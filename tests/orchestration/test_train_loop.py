@@ -77,7 +77,11 @@ def _kill_vllm_while_it_samples(record: Path, since: float, run: subprocess.Pope
         assert run.poll() is None and time.monotonic() < deadline, "the resumed run never sampled"
         if record.exists() and record.stat().st_mtime > since:
             pid = json.loads(record.read_text())[0][0]
-            cmdline = psutil.Process(pid).cmdline()
+            try:
+                cmdline = psutil.Process(pid).cmdline()
+            except psutil.Error:  # that server is gone (restarted, or the run ended): the assert above says which
+                time.sleep(0.05)
+                continue
             port = cmdline[cmdline.index("--port") + 1]
             try:
                 metrics = httpx.get(
