@@ -102,7 +102,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     # then depends on the config only, not on the machine's core count.
     torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     try:
-        demos, readiness = _demonstrations(cfg, base)
+        demos, readiness, token_weights = _demonstrations(cfg, base)
         options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
         provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads}
         settings = dict(
@@ -118,7 +118,14 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
         )
 
         def build() -> Path:
-            return build_warm_model(base, run_dir / "warm_model", demos, readiness=readiness, **settings)
+            return build_warm_model(
+                base,
+                run_dir / "warm_model",
+                demos,
+                readiness=readiness,
+                token_weights=token_weights,
+                **settings,
+            )
 
         if cfg.learner.sft_cache_dir:
             from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
@@ -133,15 +140,21 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
 
 
 def _demonstrations(cfg: DictConfig, model_path: str):
-    """The warm start's demonstrations and its readiness check (P(optimal held-out episode))."""
+    """The warm start's demonstrations, its readiness check (P(optimal held-out episode)) and the
+    demonstrations' token weights (None: all alike)."""
     from transformers import AutoTokenizer
 
-    from loop_agents.orchestration.environments import demonstrations, warm_start_readiness
+    from loop_agents.orchestration.environments import (
+        demonstration_weights,
+        demonstrations,
+        warm_start_readiness,
+    )
     from loop_agents.rollout.runner import chat_format
 
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
     demos = demonstrations(cfg, chat)
-    return demos, warm_start_readiness(cfg, chat, {d.task_id for d in demos})
+    readiness = warm_start_readiness(cfg, chat, {d.task_id for d in demos})
+    return demos, readiness, demonstration_weights(cfg, chat, demos)
 
 
 def _follow(cfg: DictConfig, learner, dist: Distributed) -> None:
@@ -385,7 +398,7 @@ class Driver:
         if not (self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora"):
             return {}
         t0 = time.perf_counter()
-        demos, _ = _demonstrations(self.cfg, self.model_path)
+        demos, _, _ = _demonstrations(self.cfg, self.model_path)
         sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
         self.clock.lora_sft_s = time.perf_counter() - t0
         print(

@@ -22,24 +22,34 @@ from loop_agents.rollout.trajectory import Trajectory
 
 
 def masked_token_nll(
-    model, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor
+    model,
+    input_ids: torch.Tensor,
+    attention: torch.Tensor,
+    labels: torch.Tensor,
+    weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mean NLL of the labelled next tokens: −(1/|M|) Σ_{(b,t)∈M} log softmax(W h_{b,t})[labels_{b,t+1}].
+    """Weighted mean NLL of the labelled next tokens:
+    Σ_{(b,t)∈M} w_{b,t+1} · (−log softmax(W h_{b,t})[labels_{b,t+1}]) / Σ_{(b,t)∈M} w_{b,t+1}.
 
-    The same loss as `model(..., labels=labels).loss` (Hugging Face shifts the labels the same way), but
-    the vocabulary projection runs only at the positions M that have a label: in the demo's demonstrations
-    14 % of the tokens, and the projection is about a third of the 0.6 M model's compute.
+    Without `weights` (all 1) this is `model(..., labels=labels).loss` (Hugging Face shifts the labels the
+    same way), but the vocabulary projection runs only at the positions M that have a label: in the demo's
+    demonstrations 14 % of the tokens, and the projection is about a third of the 0.6 M model's compute.
+    `weights[b, t]` weighs the label at position t (aligned with `labels`).
     """
     hidden = model.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
     targets = labels[:, 1:]
     keep = targets != -100
     logits = model.lm_head(hidden[:, :-1][keep]).float()
-    return torch.nn.functional.cross_entropy(logits, targets[keep])
+    if weights is None:
+        return torch.nn.functional.cross_entropy(logits, targets[keep])
+    token_weights = weights[:, 1:][keep]
+    nll = torch.nn.functional.cross_entropy(logits, targets[keep], reduction="none")
+    return (token_weights * nll).sum() / token_weights.sum()
 
 
 def sft_full_weights(
     model,
-    examples: list[tuple[list[int], list[int]]],
+    examples: list[tuple[list[int], list[int]]] | list[tuple[list[int], list[int], list[float]]],
     epochs: int,
     lr: float,
     batch_size: int,
@@ -47,7 +57,8 @@ def sft_full_weights(
     pad_id: int,
     after_epoch: Callable[[int, float], bool] | None = None,
 ) -> list[float]:
-    """AdamW on all weights over padded batches of (token ids, loss mask); returns each epoch's mean loss.
+    """AdamW on all weights over padded batches of (token ids, loss mask[, token weights]); returns each
+    epoch's mean loss (`masked_token_nll`, weighted where the examples carry weights).
 
     `after_epoch(epoch, loss)` runs after every epoch (model in eval mode); returning True stops training.
 
@@ -64,17 +75,20 @@ def sft_full_weights(
         total, steps = 0.0, 0
         for start in range(0, len(order), batch_size):
             batch = [examples[i] for i in order[start : start + batch_size]]
-            width = max(len(ids) for ids, _ in batch)
+            width = max(len(example[0]) for example in batch)
             input_ids = torch.full((len(batch), width), pad_id)
             labels = torch.full((len(batch), width), -100)
             attention = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, (ids, mask) in enumerate(batch):
+            weights = torch.ones((len(batch), width)) if len(batch[0]) > 2 else None
+            for row, (ids, mask, *token_weights) in enumerate(batch):
                 input_ids[row, : len(ids)] = torch.tensor(ids)
                 attention[row, : len(ids)] = 1
                 labels[row, : len(ids)] = torch.tensor(
                     [t if m else -100 for t, m in zip(ids, mask, strict=True)]
                 )
-            loss = masked_token_nll(model, input_ids, attention, labels)
+                if weights is not None:
+                    weights[row, : len(ids)] = torch.tensor(token_weights[0])
+            loss = masked_token_nll(model, input_ids, attention, labels, weights)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -132,6 +146,7 @@ def build_warm_model(
     max_epochs: int | None = None,
     redraws: int = 0,
     redraw_epoch: int = 3,
+    token_weights: list[list[float]] | None = None,
 ) -> Path:
     """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
 
@@ -146,6 +161,7 @@ def build_warm_model(
     order of the demonstrations (issue 18), and one that has not by `redraw_epoch` did not in 4 more epochs.
     With `redraws` > 0, a run whose readiness is still below `ready_at` / 10 after `redraw_epoch` epochs
     starts again from the base model with another (seeded) order, up to `redraws` times.
+    `token_weights` (one list per demonstration, aligned with its tokens) weigh the loss per token.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -160,6 +176,8 @@ def build_warm_model(
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     t0 = time.perf_counter()
     examples = [(list(t.token_ids), list(t.loss_mask)) for t in demonstrations]
+    if token_weights is not None:
+        examples = [(ids, mask, list(w)) for (ids, mask), w in zip(examples, token_weights, strict=True)]
     checks: list[dict] = []
     draw, stalled = 0, False
 

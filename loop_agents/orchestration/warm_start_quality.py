@@ -32,6 +32,13 @@ def _action_spans(mask: list[int]) -> list[list[int]]:
     return spans
 
 
+def code_token_positions(traj, chat: ChatFormat) -> list[int]:
+    """Indices in `traj.token_ids` of the code symbols of its last action (`answer 4 7` -> the 4 and the 7)."""
+    last = _action_spans(traj.loss_mask)[-1][:-1]  # without <|im_end|>
+    texts = {t: chat.decode([traj.token_ids[t]]).strip() for t in last}
+    return [t for t, text in texts.items() if text and text != "answer"]  # "4","7" or "B","7"
+
+
 def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:
     """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code symbol k)."""
     from loop_agents.envs.bundled.demonstrations import generate_demonstrations
@@ -54,10 +61,7 @@ def episode_probabilities(model, chat: ChatFormat, demonstrations: list) -> dict
         spans = _action_spans(traj.loss_mask[1:])
         answer = chosen[spans[-1]].sum()
         opens = sum((chosen[span].sum() for span in spans[:-1]), torch.tensor(0.0))
-        texts = {
-            p: chat.decode([traj.token_ids[p + 1]]).strip() for p in spans[-1][:-1]
-        }  # without <|im_end|>
-        code = [p for p, text in texts.items() if text and text != "answer"]  # "4","7" or "B","7"
+        code = [t - 1 for t in code_token_positions(traj, chat)]  # chosen[t - 1] = log pi(token t)
         sums["p_optimal_dev_episode"] += float((opens + answer).exp())
         sums["p_opens"] += float(opens.exp())
         sums["p_answer"] += float(answer.exp())

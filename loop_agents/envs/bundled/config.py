@@ -11,11 +11,16 @@ class BundledEnvConfig:
     demo_noise: float = 0.3  # warm-start demonstrations: probability that an action is a random wrong one
     demo_count: int = 2000  # warm-start demonstrations generated from the train split
     demo_seed: int = 0  # seed of the demonstrations' task choice and noise
+    # weight of the answer's code symbols in the warm start's token loss (1 = every action token alike); the
+    # copy of the gem's code is the skill whose absence stalls a warm start (README "The demo")
+    demo_code_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.spare_moves < 0:
             raise ValueError(f"env.options.spare_moves must be >= 0, got {self.spare_moves}")
         if not 0.0 <= self.demo_noise <= 1.0:
             raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")
+        if not self.demo_code_weight > 0:
+            raise ValueError(f"env.options.demo_code_weight must be > 0, got {self.demo_code_weight}")
         if self.demo_count < 1:
             raise ValueError(f"env.options.demo_count must be >= 1, got {self.demo_count}")
