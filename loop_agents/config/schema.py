@@ -166,6 +166,9 @@ class LearnerConfig:
     # full warm start: when P(optimal held-out episode) is still below sft_until_p_optimal / 10 after
     # sft_redraw_epoch epochs, start again from the base model in another order, up to this many times
     sft_redraws: int = 0
+    # gem hunt: "stalled" (above) means the code is copied no better than this (mean teacher-forced P of its two
+    # symbols on the held-out check episodes; chance 0.1) instead of the readiness rule; null = readiness rule
+    sft_stall_copy: float | None = None
     sft_redraw_epoch: int = 3
     # full warm start: also keep the warm model under this directory, keyed by the SHA-256 of the base model,
     # the demonstrations and the SFT settings, and reuse it from there in any run ("" = the run dir only)

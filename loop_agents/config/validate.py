@@ -76,6 +76,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "learner.sft_redraws": (0, True),
     "learner.sft_redraw_epoch": (1, True),
     "learner.sft_batch_size": (1, True),
+    "learner.sft_stall_copy": (0.0, False),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,
@@ -84,6 +85,7 @@ UPPER_BOUNDS: dict[str, float] = {
     "rollout.rollouts_fraction": 1.0,
     "rollout.rollouts_per_task_fraction": 1.0,
     "learner.sft_until_p_optimal": 1.0,
+    "learner.sft_stall_copy": 1.0,
 }
 
 

@@ -102,9 +102,10 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     # then depends on the config only, not on the machine's core count.
     torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     try:
-        demos, readiness, token_weights = _demonstrations(cfg, base)
+        demos, readiness, token_weights, stall_probe = _demonstrations(cfg, base)
         options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
-        provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads}
+        provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads,
+                      "stall_copy": cfg.learner.get("sft_stall_copy")}  # fmt: skip
         settings = dict(
             epochs=cfg.learner.sft_epochs,
             lr=cfg.learner.sft_lr,
@@ -124,6 +125,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
                 demos,
                 readiness=readiness,
                 token_weights=token_weights,
+                stall_probe=stall_probe,
                 **settings,
             )
 
@@ -140,21 +142,24 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
 
 
 def _demonstrations(cfg: DictConfig, model_path: str):
-    """The warm start's demonstrations, its readiness check (P(optimal held-out episode)) and the
-    demonstrations' token weights (None: all alike)."""
+    """The warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
+    demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
     from transformers import AutoTokenizer
 
     from loop_agents.orchestration.environments import (
         demonstration_weights,
         demonstrations,
         warm_start_readiness,
+        warm_start_stall_probe,
     )
     from loop_agents.rollout.runner import chat_format
 
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
     demos = demonstrations(cfg, chat)
-    readiness = warm_start_readiness(cfg, chat, {d.task_id for d in demos})
-    return demos, readiness, demonstration_weights(cfg, chat, demos)
+    trained = {d.task_id for d in demos}
+    readiness = warm_start_readiness(cfg, chat, trained)
+    stall_probe = warm_start_stall_probe(cfg, chat, trained)
+    return demos, readiness, demonstration_weights(cfg, chat, demos), stall_probe
 
 
 def _follow(cfg: DictConfig, learner, dist: Distributed) -> None:
@@ -398,7 +403,7 @@ class Driver:
         if not (self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora"):
             return {}
         t0 = time.perf_counter()
-        demos, _, _ = _demonstrations(self.cfg, self.model_path)
+        demos = _demonstrations(self.cfg, self.model_path)[0]
         sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
         self.clock.lora_sft_s = time.perf_counter() - t0
         print(

@@ -227,6 +227,29 @@ def demonstration_weights(
     return weights
 
 
+def warm_start_stall_probe(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
+    """`model -> reason or None`: the gem hunt warm start has stalled when it copies the gem's code no
+    better than `learner.sft_stall_copy` (teacher-forced P(code symbol), averaged over both symbols and the
+    held-out clean episodes; chance is 0.1). None (no probe: the readiness rule) unless that key is set."""
+    threshold = cfg.learner.get("sft_stall_copy")
+    if cfg.env.name != "bundled" or threshold is None:
+        return None
+    from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
+    from loop_agents.orchestration.warm_start_quality import episode_probabilities
+
+    options = bundled_config(cfg)
+    checks = heldout_clean_demonstrations(
+        int(cfg.learner.sft_check_episodes), training_task_ids, cfg.env.train_split, options.spare_moves
+    )
+
+    def probe(model) -> str | None:
+        factors = episode_probabilities(model, chat, checks)
+        copy = (factors["p_code_1"] + factors["p_code_2"]) / 2
+        return f"code copied at P {copy:.2f} < {threshold:g}" if copy < threshold else None
+
+    return probe
+
+
 def warm_start_readiness(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
     """`model -> P(optimal held-out episode)`: the teacher-forced probability of the scripted solver's exact
     episode, averaged over `learner.sft_check_episodes` noise-free demonstrations on train tasks the warm

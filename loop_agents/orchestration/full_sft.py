@@ -147,6 +147,7 @@ def build_warm_model(
     redraws: int = 0,
     redraw_epoch: int = 3,
     token_weights: list[list[float]] | None = None,
+    stall_probe: Callable[[object], str | None] | None = None,
 ) -> Path:
     """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
 
@@ -159,7 +160,8 @@ def build_warm_model(
     that is already ready after `epochs` is exactly the fixed-epoch one.
     A warm start can also stall: whether the 0.6 M demo model learns to copy the gem's code depends on the
     order of the demonstrations (issue 18), and one that has not by `redraw_epoch` did not in 4 more epochs.
-    With `redraws` > 0, a run whose readiness is still below `ready_at` / 10 after `redraw_epoch` epochs
+    With `redraws` > 0, a run that has stalled after `redraw_epoch` epochs (`stall_probe(model)` says why;
+    without a probe: readiness still below `ready_at` / 10)
     starts again from the base model with another (seeded) order, up to `redraws` times.
     `token_weights` (one list per demonstration, aligned with its tokens) weigh the loss per token.
     """
@@ -194,11 +196,14 @@ def build_warm_model(
             ready = ready_at is None or value >= ready_at
             target = f" (ready at >= {ready_at})" if ready_at is not None else ""
             line += f", P(optimal held-out episode) {value:.3f}{target}"
-            stalled = (
-                ready_at is not None and draw < redraws and epoch == redraw_epoch and value < ready_at / 10
-            )
+            why = None
+            if ready_at is not None and draw < redraws and epoch == redraw_epoch:
+                why = stall_probe(model) if stall_probe is not None else (
+                    f"below {ready_at / 10:g}" if value < ready_at / 10 else None
+                )  # fmt: skip
+            stalled = why is not None
             if stalled:
-                line += f"; stalled below {ready_at / 10:g}: starting again in another order ({draw + 1} of {redraws})"
+                line += f"; stalled ({why}): starting again in another order ({draw + 1} of {redraws})"
         print(f"{line} ({time.perf_counter() - t0:.0f} s)", flush=True)
         return stalled or (epoch >= epochs and ready)
 

@@ -241,3 +241,20 @@ def test_masked_token_nll_is_the_models_own_causal_lm_loss(tiny_model_dir):
     torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
     got.backward()  # gradients flow through the selected positions
     assert model.lm_head.weight.grad is not None and model.lm_head.weight.grad.abs().sum() > 0
+
+
+def test_a_stall_probe_redraws_the_order_after_the_redraw_epoch(tiny_model_dir, tmp_path, capsys):
+    """`stall_probe` (the gem hunt's: code copied at chance) decides the redraw instead of the readiness rule."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    verdicts = iter(["code copied at P 0.10 < 0.2", None])
+    out = build_warm_model(
+        tiny_model_dir, tmp_path / "warm", _demos(tokenizer), epochs=2, lr=3e-3, seed=0, batch_size=4,
+        readiness=lambda model: 0.5, ready_at=0.05, max_epochs=3, redraws=2, redraw_epoch=1,
+        stall_probe=lambda model: next(verdicts),
+    )  # fmt: skip
+    report = json.loads((out / "warm_start.json").read_text())
+    assert report["draws"] == 2 and report["epochs_run"] == 2  # order 1 stalled after epoch 1; order 2 ran 2
+    assert (
+        "stalled (code copied at P 0.10 < 0.2): starting again in another order (1 of 2)"
+        in capsys.readouterr().out
+    )

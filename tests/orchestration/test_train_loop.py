@@ -79,7 +79,7 @@ def _kill_vllm_while_it_samples(record: Path, since: float, run: subprocess.Pope
             pid = json.loads(record.read_text())[0][0]
             try:
                 cmdline = psutil.Process(pid).cmdline()
-            except psutil.Error:  # that server is gone (restarted, or the run ended): the assert above says which
+            except psutil.Error:  # that server is gone (restarted, or the run ended): see the assert above
                 time.sleep(0.05)
                 continue
             port = cmdline[cmdline.index("--port") + 1]

@@ -77,3 +77,23 @@ def test_weighted_loss_is_the_weighted_mean_of_the_token_nlls(tiny_model_dir):
     torch.testing.assert_close(masked_token_nll(model, input_ids, attention, labels, weights), expected)
     unweighted = masked_token_nll(model, input_ids, attention, labels, torch.ones(2, 9))
     torch.testing.assert_close(unweighted, masked_token_nll(model, input_ids, attention, labels))
+
+
+def test_the_stall_probe_calls_an_untrained_model_stalled(tiny_model_dir):
+    import torch
+    from omegaconf import OmegaConf
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from loop_agents.orchestration.environments import warm_start_stall_probe
+    from loop_agents.rollout.chat import ChatFormat
+
+    chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
+    cfg = OmegaConf.create(
+        {"env": {"name": "bundled", "train_split": "train", "options": {}},
+         "learner": {"sft_check_episodes": 20, "sft_stall_copy": 0.2}}
+    )  # fmt: skip
+    probe = warm_start_stall_probe(cfg, chat, set())
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    assert probe(model).startswith("code copied at P 0.0") and probe(model).endswith("< 0.2")
+    cfg.learner.sft_stall_copy = None
+    assert warm_start_stall_probe(cfg, chat, set()) is None
