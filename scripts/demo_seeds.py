@@ -197,7 +197,33 @@ def save(out: Path, runs: list[dict]) -> None:
     out.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
 
 
-def markdown_table(runs: list[dict]) -> str:
+def summary_line(runs: list[dict]) -> str:
+    """`N runs, M evaluated: gain min/median/max; runs with a gain >= +30; runs within 20 minutes`."""
+    gains = sorted(r["gain_points"] for r in runs if "gain_points" in r)
+    if not gains:
+        return f"{_runs(len(runs))}, none evaluated."
+    half = len(gains) // 2
+    median = gains[half] if len(gains) % 2 else (gains[half - 1] + gains[half]) / 2
+    return (
+        f"{_runs(len(runs))}, {len(gains)} evaluated: gain min {gains[0]:+.0f}, median {median:+.0f}, "
+        f"max {gains[-1]:+.0f} points; runs with a gain ≥ +30: {sum(g >= 30 for g in gains)} of {len(runs)}; "
+        f"runs within 20 minutes: {sum(r['wall_s'] <= 1200 for r in runs)} of {len(runs)}."
+    )
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def descends_from(commit: str, ancestor: str) -> bool:
+    """True if `commit` is `ancestor` or comes after it in this repository's history."""
+    done = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", ancestor, commit], cwd=ROOT, capture_output=True
+    )
+    return done.returncode == 0
+
+
+def markdown_table(runs: list[dict], since: str | None = None) -> str:
     """One row per run, failures included; dev success at the evaluated iterations 0 -> ... -> end."""
     lines = [
         "| seed | threads | warm start: SFT loss, P(optimal dev episode), P(code symbols) | "
@@ -229,19 +255,12 @@ def markdown_table(runs: list[dict]) -> str:
             f"{r['wall_s'] / 60:.1f} min ({_warm_time(r)}load {r['load_before']:.1f}) | "
             f"{r['date']}, {r['cpu']}, {r['commit']} |"
         )
-    gains = sorted(r["gain_points"] for r in runs if "gain_points" in r)
-    if gains:
-        median = (
-            gains[len(gains) // 2]
-            if len(gains) % 2
-            else (gains[len(gains) // 2 - 1] + gains[len(gains) // 2]) / 2
-        )
+    lines.append("")
+    lines.append(f"All {summary_line(runs)}")
+    if since is not None:
+        current = [r for r in runs if descends_from(r["commit"], since)]
         lines.append("")
-        lines.append(
-            f"{len(runs)} runs, {len(gains)} evaluated: gain min {gains[0]:+.0f}, median {median:+.0f}, "
-            f"max {gains[-1]:+.0f} points; runs with a gain ≥ +30: {sum(g >= 30 for g in gains)} of {len(runs)}; "
-            f"runs within 20 minutes: {sum(r['wall_s'] <= 1200 for r in runs)} of {len(runs)}."
-        )
+        lines.append(f"The current preset (commits since `{since}`): {summary_line(current)}")
     return "\n".join(lines)
 
 
@@ -295,6 +314,9 @@ def main(argv: list[str] | None = None) -> None:
     report = sub.add_parser("report", help="print the table of every recorded run")
     report.add_argument("--readme", action="store_true", help="also rewrite the README's demo_seeds block")
     report.add_argument(
+        "--since", help="also summarise the runs of this commit and later (the current preset)"
+    )
+    report.add_argument(
         "--refresh", action="store_true", help="re-read phase times, held-out success and warm-start epochs "
         "from the run directories that still exist (records made by an older version of this script)",
     )  # fmt: skip
@@ -347,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "report" and args.refresh:
         runs = [refreshed(r) for r in runs]
         save(args.out, runs)
-    table = markdown_table(runs)
+    table = markdown_table(runs, getattr(args, "since", None))
     print(table)
     if args.command == "report" and args.readme:
         write_readme(table)
