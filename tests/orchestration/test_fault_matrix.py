@@ -105,10 +105,12 @@ class _SamplingProbe:
         return sum(float(v) for v in running) >= 1
 
 
-def _engine_core_pid(run_dir: Path, timeout_s: float = 30.0) -> int:
+def _engine_core_pid(run_dir: Path, timeout_s: float = 300.0) -> int:
     """vLLM's EngineCore in the run's server tree. Its title is `VLLM::EngineCore` (`comm` keeps 15 characters:
     `VLLM::EngineCor`); a process that is exiting reads an empty cmdline, so both are checked and the tree is read
-    again until it shows (once, in CI, one reading found none)."""
+    again until it shows. The wait is long because the tree can be empty for a while: a server killed in the
+    previous iteration (while only the evaluator's requests ran) is restarted by the watchdog after that
+    iteration's row, and the record names the new tree only once it is ready (in CI, 30 s were not enough)."""
     deadline = time.monotonic() + timeout_s
     while True:
         seen = []
@@ -130,6 +132,7 @@ def _victim_pid(victim: str, run_dir: Path, run: subprocess.Popen) -> int:
     if victim in ("rollout_worker", "inference_0", "evaluator"):
         return json.loads((run_dir / "logs" / "actors.json").read_text())[victim]
     if victim == "vllm_api_server":
+        _engine_core_pid(run_dir)  # waits for a restarted server's tree to be recorded
         return _vllm_tree(run_dir)[0].pid
     if victim == "vllm_engine_core":
         return _engine_core_pid(run_dir)
