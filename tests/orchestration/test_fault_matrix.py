@@ -31,7 +31,7 @@ import pytest
 from loop_agents.inference.api_key import auth_headers
 
 ROOT = Path(__file__).resolve().parents[2]
-TASKS, K = 2, 2
+TASKS, K = 2, 4  # 8 episodes: sampling long enough (~1 s) for the in-flight kills to see it on a fast machine
 pytestmark = pytest.mark.slow
 
 

@@ -23,7 +23,7 @@ from loop_agents.envs.appworld.data_builder.templates.base import Template
 
 VARIANTS_PER_SCENARIO = 3
 # Scenario counts per split; test_challenge draws from held-out template families only.
-DEFAULT_SPLIT_SIZES = {"train": 16, "dev": 6, "test_normal": 6, "test_challenge": 6}
+DEFAULT_SPLIT_SIZES = {"train": 16, "dev": 10, "test_normal": 6, "test_challenge": 6}
 SPLITS = tuple(DEFAULT_SPLIT_SIZES)
 
 
