@@ -154,6 +154,7 @@ def _demonstrations(cfg: DictConfig, model_path: str):
     )
     from loop_agents.rollout.runner import chat_format
 
+    prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
     demos = demonstrations(cfg, chat)
     trained = {d.task_id for d in demos}
