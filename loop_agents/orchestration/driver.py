@@ -149,8 +149,7 @@ def _demonstrations(cfg: DictConfig, model_path: str):
     from loop_agents.orchestration.environments import (
         demonstration_weights,
         demonstrations,
-        warm_start_readiness,
-        warm_start_stall_probe,
+        warm_start_checks,
     )
     from loop_agents.rollout.runner import chat_format
 
@@ -158,8 +157,7 @@ def _demonstrations(cfg: DictConfig, model_path: str):
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
     demos = demonstrations(cfg, chat)
     trained = {d.task_id for d in demos}
-    readiness = warm_start_readiness(cfg, chat, trained)
-    stall_probe = warm_start_stall_probe(cfg, chat, trained)
+    readiness, stall_probe = warm_start_checks(cfg, chat, trained)
     return demos, readiness, demonstration_weights(cfg, chat, demos), stall_probe
 
 

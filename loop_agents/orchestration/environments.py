@@ -227,41 +227,54 @@ def demonstration_weights(
     return weights
 
 
-def warm_start_stall_probe(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
-    """`model -> reason or None`: the gem hunt warm start has stalled when it copies the gem's code no
-    better than `learner.sft_stall_copy` (teacher-forced P(code symbol), averaged over both symbols and the
-    held-out clean episodes; chance is 0.1). None (no probe: the readiness rule) unless that key is set."""
-    threshold = cfg.learner.get("sft_stall_copy")
-    if cfg.env.name != "bundled" or threshold is None:
-        return None
-    from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
-    from loop_agents.orchestration.warm_start_quality import episode_probabilities
+class GemHuntWarmChecks:
+    """The gem hunt warm start's held-out check: `learner.sft_check_episodes` noise-free demonstrations on train
+    tasks the warm start does not train on (dev stays held out), scored teacher-forced once per model state and
+    shared by the readiness rule and the stall probe (both read the same epoch's factors)."""
 
-    options = bundled_config(cfg)
-    checks = heldout_clean_demonstrations(
-        int(cfg.learner.sft_check_episodes), training_task_ids, cfg.env.train_split, options.spare_moves
-    )
+    def __init__(self, cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]) -> None:
+        from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
+
+        options = bundled_config(cfg)
+        self.chat = chat
+        self.episodes = heldout_clean_demonstrations(
+            int(cfg.learner.sft_check_episodes), training_task_ids, cfg.env.train_split, options.spare_moves
+        )
+        self._last: tuple[tuple[int, int], dict[str, float]] | None = None
+
+    def factors(self, model) -> dict[str, float]:
+        """`episode_probabilities` of the check episodes; computed again only after the weights changed (an
+        optimizer step bumps the parameters' in-place version counter)."""
+        from loop_agents.orchestration.warm_start_quality import episode_probabilities
+
+        state = (id(model), next(model.parameters())._version)
+        if self._last is None or self._last[0] != state:
+            self._last = (state, episode_probabilities(model, self.chat, self.episodes))
+        return self._last[1]
+
+    def readiness(self, model) -> float:
+        return self.factors(model)["p_optimal_dev_episode"]
+
+
+def warm_start_checks(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
+    """(readiness, stall probe) of the warm start; (None, None) outside the bundled environment.
+
+    readiness: `model -> P(optimal held-out episode)`, the teacher-forced probability of the scripted
+    solver's exact episode on the held-out checks. RL takes off on the demo once it is around 0.05 (README
+    "The demo").
+    stall probe: `model -> reason or None`: the warm start has stalled when it copies the gem's code no
+    better than `learner.sft_stall_copy` (teacher-forced P(code symbol), averaged over both symbols and the
+    checks; chance is 0.1). None (the readiness rule decides) unless that key is set."""
+    if cfg.env.name != "bundled":
+        return None, None
+    checks = GemHuntWarmChecks(cfg, chat, training_task_ids)
+    threshold = cfg.learner.get("sft_stall_copy")
+    if threshold is None:
+        return checks.readiness, None
 
     def probe(model) -> str | None:
-        factors = episode_probabilities(model, chat, checks)
+        factors = checks.factors(model)
         copy = (factors["p_code_1"] + factors["p_code_2"]) / 2
         return f"code copied at P {copy:.2f} < {threshold:g}" if copy < threshold else None
 
-    return probe
-
-
-def warm_start_readiness(cfg: DictConfig, chat: ChatFormat, training_task_ids: set[str]):
-    """`model -> P(optimal held-out episode)`: the teacher-forced probability of the scripted solver's exact
-    episode, averaged over `learner.sft_check_episodes` noise-free demonstrations on train tasks the warm
-    start does not train on (dev stays held out). RL takes off on the demo once it is around 0.05
-    (README "The demo"). Bundled environment only: elsewhere None (no readiness check)."""
-    if cfg.env.name != "bundled":
-        return None
-    from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
-    from loop_agents.orchestration.warm_start_quality import episode_probabilities
-
-    options = bundled_config(cfg)
-    checks = heldout_clean_demonstrations(
-        int(cfg.learner.sft_check_episodes), training_task_ids, cfg.env.train_split, options.spare_moves
-    )
-    return lambda model: episode_probabilities(model, chat, checks)["p_optimal_dev_episode"]
+    return checks.readiness, probe

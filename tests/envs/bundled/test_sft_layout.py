@@ -79,12 +79,15 @@ def test_weighted_loss_is_the_weighted_mean_of_the_token_nlls(tiny_model_dir):
     torch.testing.assert_close(unweighted, masked_token_nll(model, input_ids, attention, labels))
 
 
-def test_the_stall_probe_calls_an_untrained_model_stalled(tiny_model_dir):
+def test_the_stall_probe_calls_an_untrained_model_stalled_and_shares_one_scoring_with_readiness(
+    tiny_model_dir, monkeypatch
+):
     import torch
     from omegaconf import OmegaConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from loop_agents.orchestration.environments import warm_start_stall_probe
+    from loop_agents.orchestration import warm_start_quality
+    from loop_agents.orchestration.environments import warm_start_checks
     from loop_agents.rollout.chat import ChatFormat
 
     chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
@@ -92,8 +95,21 @@ def test_the_stall_probe_calls_an_untrained_model_stalled(tiny_model_dir):
         {"env": {"name": "bundled", "train_split": "train", "options": {}},
          "learner": {"sft_check_episodes": 20, "sft_stall_copy": 0.2}}
     )  # fmt: skip
-    probe = warm_start_stall_probe(cfg, chat, set())
+    scored = []
+    real = warm_start_quality.episode_probabilities
+    monkeypatch.setattr(
+        warm_start_quality, "episode_probabilities", lambda *a: scored.append(1) or real(*a)
+    )  # counts the real scoring passes
+    readiness, probe = warm_start_checks(cfg, chat, set())
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    assert 0.0 <= readiness(model) < 0.005
     assert probe(model).startswith("code copied at P 0.0") and probe(model).endswith("< 0.2")
+    assert len(scored) == 1  # one pass over the check episodes serves readiness and the probe
+    with torch.no_grad():
+        next(model.parameters()).add_(0.01)  # an optimizer step changes the weights in place
+    probe(model)
+    assert len(scored) == 2
     cfg.learner.sft_stall_copy = None
-    assert warm_start_stall_probe(cfg, chat, set()) is None
+    assert warm_start_checks(cfg, chat, set())[1] is None
+    cfg.env.name = "appworld"
+    assert warm_start_checks(cfg, chat, set()) == (None, None)
