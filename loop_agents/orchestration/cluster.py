@@ -30,39 +30,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from loop_agents.inference.api_key import ENV_NAME as API_KEY_ENV
-from loop_agents.inference.api_key import ensure_run_key
+from loop_agents.orchestration.best_checkpoint import record_evaluation
 from loop_agents.orchestration.placement import plan
+from loop_agents.orchestration.ray_session import init_ray
 
 MAX_EVAL_ATTEMPTS = 3  # evaluators one evaluation may use up before it is given up
-
-
-def init_ray(cfg: DictConfig) -> None:
-    import ray
-
-    if ray.is_initialized():
-        return
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
-    key = ensure_run_key()  # before the local head starts: its workers inherit it (inference/api_key.py)
-    if cfg.ray.address:
-        _use_ray_token_if_available()
-        ray.init(address=cfg.ray.address, runtime_env={"env_vars": {API_KEY_ENV: key}}, **kwargs)
-    else:
-        ray.init(num_cpus=cfg.ray.num_cpus or os.cpu_count(), **kwargs)
-
-
-def _use_ray_token_if_available() -> None:
-    """Joining a cluster: `ray start --head` turns Ray's token auth on, and `ray.init` turns it on by itself only for
-    address="auto"; with an explicit address the driver uses the token Ray keeps ($RAY_AUTH_TOKEN or
-    ~/.ray/auth_token) the same way, unless $RAY_AUTH_MODE says otherwise. The token is never read or printed here."""
-    try:
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available,
-        )
-    except ImportError:  # a Ray without token auth
-        return
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 class ActorRestartsExhausted(RuntimeError):
@@ -417,7 +389,7 @@ class Cluster:
                 )
                 metrics["eval/iteration"] = iteration
                 metrics["eval/attempts"] = attempt
-                self._record(checkpoint, iteration, metrics)
+                record_evaluation(self.run_dir, checkpoint, iteration, metrics, self.cfg.eval.best_metric)
                 self._unload(f"eval-{iteration}")
                 done.append((iteration, metrics))
             if not wait or not self._evals:  # with `wait`, also the evaluations resubmitted above
@@ -451,33 +423,6 @@ class Cluster:
             shutil.rmtree(self.run_dir / "eval_adapters" / f"iter_{iteration:06d}", ignore_errors=True)
             return
         self._start_eval(iteration, checkpoint, max_turns, attempt + 1)
-
-    def _record(self, checkpoint: Path, iteration: int, metrics: dict[str, float]) -> None:
-        """Write the scores beside the checkpoint and keep `checkpoints/best/` (adapter + eval.json)."""
-        import json
-        import shutil
-
-        adapter = self.run_dir / "eval_adapters" / f"iter_{iteration:06d}"
-        if checkpoint.exists():
-            (checkpoint / "eval.json").write_text(json.dumps(metrics))
-        key = f"eval/{self.cfg.eval.best_metric}"
-        best_dir = self.run_dir / "checkpoints" / "best"
-        best_file = best_dir / "eval.json"
-        best = json.loads(best_file.read_text()) if best_file.exists() else None
-        if key in metrics and (best is None or metrics[key] > best["value"]):
-            temp = best_dir.parent / ".best.tmp"
-            shutil.rmtree(temp, ignore_errors=True)
-            shutil.copytree(adapter, temp / "adapter")
-            record = {
-                "iteration": iteration,
-                "checkpoint": str(checkpoint),
-                "metric": key,
-                "value": metrics[key],
-            }
-            (temp / "eval.json").write_text(json.dumps({**record, "metrics": metrics}, indent=2))
-            shutil.rmtree(best_dir, ignore_errors=True)
-            temp.rename(best_dir)
-        shutil.rmtree(adapter, ignore_errors=True)
 
     def _unload(self, name: str) -> None:
         self._extras.pop(name, None)

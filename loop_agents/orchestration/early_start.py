@@ -37,7 +37,7 @@ class ClusterStart:
     SIGKILL, which Linux sends when the *thread* that started them ends, so a helper thread would kill them."""
 
     def __init__(self, cfg: DictConfig, model_path: str, run_dir: Path):
-        from loop_agents.orchestration.cluster import init_ray
+        from loop_agents.orchestration.ray_session import init_ray
 
         self.began = time.monotonic()
         init_ray(cfg)
