@@ -63,10 +63,24 @@ def eval_curve(run_dir: Path) -> dict[int, dict[str, float]]:
     return dict(sorted(curve.items()))
 
 
+def warm_report(run_dir: Path) -> dict:
+    """What the run's `warm_model/warm_start.json` says: final SFT loss, seconds, epochs run and orders drawn."""
+    path = run_dir / "warm_model" / "warm_start.json"
+    if not path.exists():
+        return {}
+    report = json.loads(path.read_text())
+    return {
+        "sft_loss": report["epoch_losses"][-1],
+        "sft_seconds": report.get("seconds"),
+        "sft_epochs": report.get("epochs_run"),
+        "sft_draws": report.get("draws"),
+    }
+
+
 def warm_quality(run_dir: Path, threads: int) -> dict:
-    """warm_start.json of the run plus P(optimal dev episode) and its factors (100 clean dev episodes)."""
-    warm = run_dir / "warm_model"
-    if not (warm / "warm_start.json").exists():
+    """warm_report plus P(optimal dev episode) and its factors (100 clean dev episodes)."""
+    report = warm_report(run_dir)
+    if not report:
         return {}
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -75,16 +89,10 @@ def warm_quality(run_dir: Path, threads: int) -> dict:
     from loop_agents.rollout.chat import ChatFormat
 
     torch.set_num_threads(threads)
-    report = json.loads((warm / "warm_start.json").read_text())
+    warm = run_dir / "warm_model"
     model = AutoModelForCausalLM.from_pretrained(warm, dtype=torch.float32).eval()
     chat = ChatFormat(AutoTokenizer.from_pretrained(warm))
-    return {
-        "sft_loss": report["epoch_losses"][-1],
-        "sft_seconds": report.get("seconds"),
-        "sft_epochs": report.get("epochs_run"),
-        "sft_draws": report.get("draws"),
-        **optimal_episode_probabilities(model, chat, 100),
-    }
+    return {**report, **optimal_episode_probabilities(model, chat, 100)}
 
 
 def run_summary(run_dir: Path) -> dict:
@@ -270,13 +278,12 @@ def refreshed(record: dict) -> dict:
     if not run_dir.is_dir():
         return record
     record = {**record, **run_summary(run_dir)}
-    warm_json = run_dir / "warm_model" / "warm_start.json"
-    if record.get("warm") and warm_json.exists():
-        report = json.loads(warm_json.read_text())
+    report = warm_report(run_dir)
+    if record.get("warm") and report:
         record["warm"] = {
             **record["warm"],
-            "sft_epochs": report.get("epochs_run"),
-            "sft_draws": report.get("draws"),
+            "sft_epochs": report["sft_epochs"],
+            "sft_draws": report["sft_draws"],
         }
     return record
 
