@@ -30,6 +30,12 @@ from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.run_report import PhaseClock, finish, print_eval_line
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
+from loop_agents.orchestration.warm_model import (
+    full_warm_start,
+    policy_model_path,
+    warm_start_cached,
+    warm_start_inputs,
+)
 from loop_agents.redaction import redact, redacted_yaml
 
 
@@ -39,11 +45,11 @@ def run(cfg: DictConfig) -> None:
     run_dir = Path(cfg.run.dir)
     clock = PhaseClock()
     clock.mark("imports done")
-    warm_cached = _warm_start_cached(cfg, run_dir)
+    warm_cached = warm_start_cached(cfg, run_dir)
     overlap = dist.is_driver and overlap_allowed(cfg) and not cfg.run.dry_run
     began = time.perf_counter()
     model_path = dist.on_driver_first(lambda: policy_model_path(cfg, run_dir))
-    if _full_warm_start(cfg):
+    if full_warm_start(cfg):
         clock.warm_start_cached = warm_cached
         clock.warm_start_s = None if warm_cached else time.perf_counter() - began
     clock.mark("model ready")
@@ -77,88 +83,6 @@ def run(cfg: DictConfig) -> None:
             _follow(cfg, learner, dist)
     finally:
         dist.shutdown()
-
-
-def _full_warm_start(cfg: DictConfig) -> bool:
-    return cfg.learner.sft_epochs > 0 and cfg.learner.sft_target == "full"
-
-
-def _warm_start_cached(cfg: DictConfig, run_dir: Path) -> bool:
-    """Whether the full-weight warm model was built by an earlier run (this one then reuses it)."""
-    return _full_warm_start(cfg) and (run_dir / "warm_model" / "warm_start.json").is_file()
-
-
-def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
-    """The policy's base model; with a full-weight warm start, the SFT'd copy (built once, cached)."""
-    base = C.resolve_model(cfg, run_dir)
-    if cfg.learner.sft_epochs == 0 or cfg.learner.sft_target != "full":
-        return base
-    import torch
-
-    from loop_agents.orchestration.full_sft import build_warm_model
-
-    threads = torch.get_num_threads()
-    # The learner's thread count, not the machine's cores: the summation order (and so the warm model)
-    # then depends on the config only, not on the machine's core count.
-    torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
-    try:
-        demos, readiness, token_weights, stall_probe = _demonstrations(cfg, base)
-        options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
-        provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads,
-                      "stall_copy": cfg.learner.get("sft_stall_copy")}  # fmt: skip
-        settings = dict(
-            epochs=cfg.learner.sft_epochs,
-            lr=cfg.learner.sft_lr,
-            seed=cfg.run.seed,
-            batch_size=cfg.learner.sft_batch_size,
-            provenance=provenance,
-            ready_at=cfg.learner.sft_until_p_optimal,
-            max_epochs=cfg.learner.sft_max_epochs,
-            redraws=cfg.learner.sft_redraws,
-            redraw_epoch=cfg.learner.sft_redraw_epoch,
-        )
-
-        def build() -> Path:
-            return build_warm_model(
-                base,
-                run_dir / "warm_model",
-                demos,
-                readiness=readiness,
-                token_weights=token_weights,
-                stall_probe=stall_probe,
-                **settings,
-            )
-
-        if cfg.learner.sft_cache_dir:
-            from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
-
-            key = warm_model_key(base, demos, {**settings, "env": cfg.env.name, "prompt": cfg.env.prompt})
-            warm, _ = through_cache(cfg.learner.sft_cache_dir, key, run_dir / "warm_model", build)
-        else:
-            warm = build()
-    finally:
-        torch.set_num_threads(threads)
-    return str(warm)
-
-
-def _demonstrations(cfg: DictConfig, model_path: str):
-    """The warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
-    demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
-    from transformers import AutoTokenizer
-
-    from loop_agents.orchestration.environments import (
-        demonstration_weights,
-        demonstrations,
-        warm_start_checks,
-    )
-    from loop_agents.rollout.runner import chat_format
-
-    prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
-    chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
-    demos = demonstrations(cfg, chat)
-    trained = {d.task_id for d in demos}
-    readiness, stall_probe = warm_start_checks(cfg, chat, trained)
-    return demos, readiness, demonstration_weights(cfg, chat, demos), stall_probe
 
 
 def _follow(cfg: DictConfig, learner, dist: Distributed) -> None:
@@ -402,7 +326,7 @@ class Driver:
         if not (self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora"):
             return {}
         t0 = time.perf_counter()
-        demos = _demonstrations(self.cfg, self.model_path)[0]
+        demos = warm_start_inputs(self.cfg, self.model_path)[0]
         sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
         self.clock.lora_sft_s = time.perf_counter() - t0
         print(

@@ -1,0 +1,93 @@
+"""The policy's starting weights: the base model, or with a full-weight warm start (`learner.sft_target=full`)
+its SFT'd copy on the environment's demonstrations, built once per run (or taken from `learner.sft_cache_dir`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from loop_agents.orchestration import components as C
+from loop_agents.orchestration.environments import prepare_environment
+
+
+def full_warm_start(cfg: DictConfig) -> bool:
+    return cfg.learner.sft_epochs > 0 and cfg.learner.sft_target == "full"
+
+
+def warm_start_cached(cfg: DictConfig, run_dir: Path) -> bool:
+    """Whether the full-weight warm model was built by an earlier run (this one then reuses it)."""
+    return full_warm_start(cfg) and (run_dir / "warm_model" / "warm_start.json").is_file()
+
+
+def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
+    """The policy's base model; with a full-weight warm start, the SFT'd copy (built once, cached)."""
+    base = C.resolve_model(cfg, run_dir)
+    if cfg.learner.sft_epochs == 0 or cfg.learner.sft_target != "full":
+        return base
+    import torch
+
+    from loop_agents.orchestration.full_sft import build_warm_model
+
+    threads = torch.get_num_threads()
+    # The learner's thread count, not the machine's cores: the summation order (and so the warm model)
+    # then depends on the config only, not on the machine's core count.
+    torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
+    try:
+        demos, readiness, token_weights, stall_probe = warm_start_inputs(cfg, base)
+        options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
+        provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads,
+                      "stall_copy": cfg.learner.get("sft_stall_copy")}  # fmt: skip
+        settings = dict(
+            epochs=cfg.learner.sft_epochs,
+            lr=cfg.learner.sft_lr,
+            seed=cfg.run.seed,
+            batch_size=cfg.learner.sft_batch_size,
+            provenance=provenance,
+            ready_at=cfg.learner.sft_until_p_optimal,
+            max_epochs=cfg.learner.sft_max_epochs,
+            redraws=cfg.learner.sft_redraws,
+            redraw_epoch=cfg.learner.sft_redraw_epoch,
+        )
+
+        def build() -> Path:
+            return build_warm_model(
+                base,
+                run_dir / "warm_model",
+                demos,
+                readiness=readiness,
+                token_weights=token_weights,
+                stall_probe=stall_probe,
+                **settings,
+            )
+
+        if cfg.learner.sft_cache_dir:
+            from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
+
+            key = warm_model_key(base, demos, {**settings, "env": cfg.env.name, "prompt": cfg.env.prompt})
+            warm, _ = through_cache(cfg.learner.sft_cache_dir, key, run_dir / "warm_model", build)
+        else:
+            warm = build()
+    finally:
+        torch.set_num_threads(threads)
+    return str(warm)
+
+
+def warm_start_inputs(cfg: DictConfig, model_path: str):
+    """The warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
+    demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
+    from transformers import AutoTokenizer
+
+    from loop_agents.orchestration.environments import (
+        demonstration_weights,
+        demonstrations,
+        warm_start_checks,
+    )
+    from loop_agents.rollout.runner import chat_format
+
+    prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
+    chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
+    demos = demonstrations(cfg, chat)
+    trained = {d.task_id for d in demos}
+    readiness, stall_probe = warm_start_checks(cfg, chat, trained)
+    return demos, readiness, demonstration_weights(cfg, chat, demos), stall_probe
