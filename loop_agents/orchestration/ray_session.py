@@ -4,6 +4,8 @@ key in the job's runtime environment and Ray's own token auth where the cluster 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from typing import Any
 
 from omegaconf import DictConfig
@@ -25,6 +27,22 @@ def init_ray(cfg: DictConfig) -> None:
         ray.init(address=cfg.ray.address, runtime_env={"env_vars": {API_KEY_ENV: key}}, **kwargs)
     else:
         ray.init(num_cpus=cfg.ray.num_cpus or os.cpu_count(), **kwargs)
+    if threading.current_thread() is threading.main_thread():
+        exit_cleanly_on_sigterm()
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """SIGTERM (a scheduler, `kill`, the supervisor passing one on) becomes SystemExit(143), so the driver's
+    `finally` shuts the cluster down. ray.init replaces the handler (its core worker's failure handler prints
+    "SIGTERM received" and aborts, exit 134), and killed that way the process left Ray's node agents running
+    (they ignored a later SIGTERM and needed SIGKILL); so this is armed again after ray.init. Checkpoints are
+    written atomically: leaving mid-write loses nothing."""
+
+    def stop(signum: int, _frame) -> None:
+        signal.signal(signum, signal.SIG_DFL)  # a second one kills at once
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _use_ray_token_if_available() -> None:
