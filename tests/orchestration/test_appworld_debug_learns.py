@@ -50,4 +50,4 @@ def test_debug_takes_learner_steps_on_appworld(tmp_path) -> None:
     assert steps >= 1, [sorted(row) for row in rows]
     assert max(row.get("learn/global_step", 0) for row in rows) >= 1
     warm = json.loads((run_dir / "warm_model" / "warm_start.json").read_text())
-    assert warm["provenance"]["env_options"]["demos_per_task"] == 4
+    assert warm["provenance"]["env_options"]["demos_per_task"] == 2

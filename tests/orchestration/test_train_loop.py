@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 def _command(run_dir: Path) -> list[str]:
     return [
         sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}", "run.iterations=3",
-        "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=2", "algorithm.minibatch_size=4",
+        "algorithm.tasks_per_iteration=2", "algorithm.rollouts_per_task=4", "algorithm.minibatch_size=4",
         "learner.sft_epochs=1", "learner.sft_until_p_optimal=null", "env.options.demo_count=16",
         "llm.max_new_tokens=16",
         "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2", "eval.held_out_tasks=2",
@@ -71,29 +71,32 @@ def _recorded_alive(entries: list[list[float]]) -> list[str]:
 
 
 def _kill_vllm_while_it_samples(record: Path, since: float, run: subprocess.Popen) -> None:
-    """SIGKILL the api_server of the server that became ready after `since`, once it runs a request."""
+    """SIGKILL the api_server of the server that became ready after `since`, once it runs a request. Polled
+    every 5 ms on one kept-alive connection: the resumed iteration samples for about a second (8 short
+    episodes), and a slower probe once missed it."""
     deadline = time.monotonic() + 600
-    while True:
-        assert run.poll() is None and time.monotonic() < deadline, "the resumed run never sampled"
-        if record.exists() and record.stat().st_mtime > since:
-            pid = json.loads(record.read_text())[0][0]
-            try:
-                cmdline = psutil.Process(pid).cmdline()
-            except psutil.Error:  # that server is gone (restarted, or the run ended): see the assert above
+    with httpx.Client(timeout=2.0, headers=auth_headers()) as http:
+        while True:
+            assert run.poll() is None and time.monotonic() < deadline, "the resumed run never sampled"
+            if record.exists() and record.stat().st_mtime > since:
+                pid = json.loads(record.read_text())[0][0]
+                try:
+                    cmdline = psutil.Process(pid).cmdline()
+                except psutil.Error:  # that server is gone (restarted, or the run ended): see the assert
+                    time.sleep(0.05)
+                    continue
+                port = cmdline[cmdline.index("--port") + 1]
+                try:
+                    metrics = http.get(f"http://127.0.0.1:{port}/metrics").text
+                except httpx.HTTPError:
+                    metrics = ""
+                running = re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)", metrics, re.M)
+                if running and sum(float(v) for v in running) >= 1:
+                    os.kill(pid, signal.SIGKILL)
+                    return
+                time.sleep(0.005)
+            else:
                 time.sleep(0.05)
-                continue
-            port = cmdline[cmdline.index("--port") + 1]
-            try:
-                metrics = httpx.get(
-                    f"http://127.0.0.1:{port}/metrics", timeout=2.0, headers=auth_headers()
-                ).text
-            except httpx.HTTPError:
-                metrics = ""
-            running = re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)", metrics, re.M)
-            if running and sum(float(v) for v in running) >= 1:
-                os.kill(pid, signal.SIGKILL)
-                return
-        time.sleep(0.05)
 
 
 def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> None:
@@ -150,7 +153,7 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     rows = _metrics(run_dir)
     train_rows = [r["iteration"] for r in rows if "rollout/count" in r]
     assert train_rows == [1, 2, 3]  # each iteration once: the resumed run rewrote nothing twice
-    assert all(r["rollout/count"] == 4 and r["collect/lost"] == 0 for r in rows if "rollout/count" in r)
+    assert all(r["rollout/count"] == 8 and r["collect/lost"] == 0 for r in rows if "rollout/count" in r)
     assert [r["collect/retried"] for r in rows if r.get("iteration") == 3 and "rollout/count" in r][0] >= 1
     eval_rows = {r["iteration"] for r in rows if "eval/success_rate" in r}
     assert {0, 3} <= eval_rows  # the start policy and the last checkpoint were scored
