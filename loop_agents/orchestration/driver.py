@@ -34,7 +34,7 @@ from loop_agents.orchestration.warm_model import (
     full_warm_start,
     policy_model_path,
     warm_start_cached,
-    warm_start_inputs,
+    warm_start_demonstrations,
 )
 from loop_agents.redaction import redact, redacted_yaml
 
@@ -326,7 +326,7 @@ class Driver:
         if not (self.cfg.learner.sft_epochs > 0 and self.cfg.learner.sft_target == "lora"):
             return {}
         t0 = time.perf_counter()
-        demos = warm_start_inputs(self.cfg, self.model_path)[0]
+        _, demos = warm_start_demonstrations(self.cfg, self.model_path)
         sft = C.warm_start(self.learner, self.dist.broadcast(("sft", demos))[1], self.cfg)
         self.clock.lora_sft_s = time.perf_counter() - t0
         print(

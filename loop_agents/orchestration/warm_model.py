@@ -23,7 +23,7 @@ def warm_start_cached(cfg: DictConfig, run_dir: Path) -> bool:
 def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     """The policy's base model; with a full-weight warm start, the SFT'd copy (built once, cached)."""
     base = C.resolve_model(cfg, run_dir)
-    if cfg.learner.sft_epochs == 0 or cfg.learner.sft_target != "full":
+    if not full_warm_start(cfg):
         return base
     import torch
 
@@ -73,21 +73,23 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     return str(warm)
 
 
-def warm_start_inputs(cfg: DictConfig, model_path: str):
-    """The warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
-    demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
+def warm_start_demonstrations(cfg: DictConfig, model_path: str):
+    """(chat format, demonstrations) of the warm start, full-weight or LoRA."""
     from transformers import AutoTokenizer
 
-    from loop_agents.orchestration.environments import (
-        demonstration_weights,
-        demonstrations,
-        warm_start_checks,
-    )
+    from loop_agents.orchestration.environments import demonstrations
     from loop_agents.rollout.runner import chat_format
 
     prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
-    demos = demonstrations(cfg, chat)
-    trained = {d.task_id for d in demos}
-    readiness, stall_probe = warm_start_checks(cfg, chat, trained)
+    return chat, demonstrations(cfg, chat)
+
+
+def warm_start_inputs(cfg: DictConfig, model_path: str):
+    """The full-weight warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
+    demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
+    from loop_agents.orchestration.environments import demonstration_weights, warm_start_checks
+
+    chat, demos = warm_start_demonstrations(cfg, model_path)
+    readiness, stall_probe = warm_start_checks(cfg, chat, {d.task_id for d in demos})
     return demos, readiness, demonstration_weights(cfg, chat, demos), stall_probe
