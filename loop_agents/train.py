@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     from loop_agents.orchestration.driver import run
     from loop_agents.orchestration.environments import check_environment
     from loop_agents.orchestration.full_sft import CachedModelMismatch
-    from loop_agents.orchestration.ray_session import exit_cleanly_on_sigterm
+    from loop_agents.orchestration.ray_session import exit_cleanly_on_sigterm, sigterm_exit_code
 
     try:
         check_environment(cfg)  # e.g. a missing AppWorld data root: one line before anything starts
@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
 
     exit_cleanly_on_sigterm()  # armed again once Ray has started (it installs its own handlers)
     try:
-        run(cfg)
+        with sigterm_exit_code():
+            run(cfg)
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None

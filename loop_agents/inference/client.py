@@ -181,6 +181,7 @@ class VLLMClient:
             "top_p": params.top_p,
             "top_k": params.top_k,
             "stop_token_ids": list(params.stop_token_ids),
+            "ignore_eos": params.ignore_eos,
             "logprobs": 0,
             "n": 1,
             "return_token_ids": True,

@@ -20,6 +20,9 @@ class SamplingParams:
     top_k: int = -1
     stop_token_ids: list[int] = field(default_factory=list)
     seed: int | None = None
+    # vLLM stops at the model's EOS unless this is set (stop_token_ids still stop); HFGenerator stops only at
+    # stop_token_ids, as if it were always set
+    ignore_eos: bool = False
 
 
 @dataclass

@@ -132,22 +132,25 @@ def test_bad_requests_fail_clearly_and_leave_the_server_healthy(vllm_server):
 def test_cancellation_releases_the_request(vllm_server):
     async def main():
         client = VLLMClient([vllm_server.url], SERVED_NAME)
-        for _ in range(5):  # the random tiny model samples its EOS early now and then: take one still running
-            task = asyncio.create_task(client.generate([5, 6, 7], SamplingParams(max_tokens=1000)))
-            await asyncio.sleep(0.3)
-            if not task.done():
-                break
-            assert len(task.result().token_ids) > 0
+        # ignore_eos: the tiny model samples its EOS early now and then; and 0.02 s, because the server once sampled
+        # all 1021 tokens within 0.3 s (5 requests in a row had ended within 0.3 s in a CI run)
+        long = SamplingParams(max_tokens=MAX_MODEL_LEN - 3, ignore_eos=True)
+        task = asyncio.create_task(client.generate([5, 6, 7], long))
+        await asyncio.sleep(0.02)
+        assert not task.done(), "a request for 1021 tokens ended within 0.02 s"
         assert client.in_flight()[vllm_server.url] == 1
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert client.in_flight()[vllm_server.url] == 0
         after = await client.generate([5, 6], SamplingParams(max_tokens=4))
+        past_eos = await client.generate([5, 6, 7], SamplingParams(max_tokens=64, ignore_eos=True))
         await client.aclose()
-        return after
+        return after, past_eos
 
-    assert_served(run(main()), 4)
+    after, past_eos = run(main())
+    assert_served(after, 4)
+    assert (past_eos.finish_reason, len(past_eos.token_ids)) == ("length", 64)
 
 
 def test_dead_server_in_the_list_is_skipped_after_one_failure(vllm_server):
