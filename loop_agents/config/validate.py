@@ -28,6 +28,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
     "learner.sft_target": ("lora", "full"),
+    "learner.sft_attention": ("eager", "sdpa"),
     "learner.share_prefix": ("auto", "on", "off"),
     "learner.precision": ("fp32", "bf16", "auto"),
     "logging.wandb_mode": ("offline", "online", "disabled"),

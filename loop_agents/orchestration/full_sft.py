@@ -148,6 +148,7 @@ def build_warm_model(
     redraw_epoch: int = 3,
     token_weights: list[list[float]] | None = None,
     stall_probe: Callable[[object], str | None] | None = None,
+    attention: str = "eager",
 ) -> Path:
     """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
 
@@ -164,6 +165,7 @@ def build_warm_model(
     without a probe: readiness still below `ready_at` / 10)
     starts again from the base model with another (seeded) order, up to `redraws` times.
     `token_weights` (one list per demonstration, aligned with its tokens) weigh the loss per token.
+    `attention` is the attention kernel (`learner.sft_attention`; which one is faster depends on the length).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -171,7 +173,7 @@ def build_warm_model(
     max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
     provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
                   "max_epochs": max_epochs, "redraws": redraws, "redraw_epoch": redraw_epoch,
-                  **(provenance or {})}  # fmt: skip
+                  **({} if attention == "eager" else {"attention": attention}), **(provenance or {})}  # fmt: skip
     if (out_dir / "warm_start.json").exists():
         _check_reusable(out_dir, Path(base_dir), provenance)
         return out_dir
@@ -209,9 +211,8 @@ def build_warm_model(
 
     while True:
         torch.manual_seed(seed)
-        # eager attention: on CPU, sdpa was 4-5x slower at this model size (0.3 s vs 1.3-2.0 s per step)
         model = AutoModelForCausalLM.from_pretrained(
-            base_dir, dtype=torch.float32, attn_implementation="eager"
+            base_dir, dtype=torch.float32, attn_implementation=attention
         )
         order_seed = seed + 1_000_003 * draw  # draw 0 is the plain seed: no redraw, the same warm start
         losses = sft_full_weights(

@@ -48,6 +48,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
             max_epochs=cfg.learner.sft_max_epochs,
             redraws=cfg.learner.sft_redraws,
             redraw_epoch=cfg.learner.sft_redraw_epoch,
+            attention=cfg.learner.sft_attention,
         )
 
         def build() -> Path:

@@ -65,6 +65,10 @@ def test_loop_preset_matches_the_paper() -> None:
         ),
         (["llm.model_path=???"], "llm.model_path is required but not set"),
         (
+            ["learner.sft_attention=flash"],
+            "learner.sft_attention='flash' is not allowed; choose one of: eager, sdpa",
+        ),
+        (
             ["gpu_allocation=one_learn_one_infer", "gpu_allocation.inference_gpus=[0]"],
             "GPUs [0] are in both learner_gpus and inference_gpus but mode=disaggregated",
         ),
