@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import psutil
 import pytest
 
 from loop_agents.inference.api_key import auth_headers
+from tests.vllm_metrics import requests_running
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS, K = 2, 4  # 8 episodes: sampling long enough (~1 s) for the in-flight kills to see it on a fast machine
@@ -101,8 +101,7 @@ class _SamplingProbe:
         except (psutil.Error, ValueError, httpx.HTTPError):
             self._server = None
             return False
-        running = re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)", text, re.M)
-        return sum(float(v) for v in running) >= 1
+        return requests_running(text) >= 1
 
 
 def _engine_core_pid(run_dir: Path, timeout_s: float = 300.0) -> int:

@@ -27,6 +27,7 @@ from loop_agents.envs.bundled.tasks import task_ids
 from loop_agents.inference.api_key import auth_headers
 from loop_agents.learner.checkpoint import is_complete
 from loop_agents.orchestration.task_sampler import TaskSampler
+from tests.vllm_metrics import requests_running
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -90,8 +91,7 @@ def _kill_vllm_while_it_samples(record: Path, since: float, run: subprocess.Pope
                     metrics = http.get(f"http://127.0.0.1:{port}/metrics").text
                 except httpx.HTTPError:
                     metrics = ""
-                running = re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)", metrics, re.M)
-                if running and sum(float(v) for v in running) >= 1:
+                if requests_running(metrics) >= 1:
                     os.kill(pid, signal.SIGKILL)
                     return
                 time.sleep(0.005)
