@@ -8,7 +8,9 @@ after any Qwen3 thinking (a turn whose thinking never closed has no code):
   (~30x and ~6x fewer);
 - giving up: a `complete_task(... status="fail" ...)` call; separately, completing with no answer
   (`complete_task()` or `answer=None`), which is a give-up only for tasks that ask for an answer;
-- average turns, tokens (all and generated), and the fraction of each finish reason.
+- average turns, tokens (all and generated), and the fraction of each finish reason;
+- beside the paper's: turns without a complete code cell, cells whose execution failed (the observation starts
+  with AppWorld's "Execution failed"), and characters of code per cell.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _CODE_CELL = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
 _API_DOCS_CALL = re.compile(r"\bapis\s*\.\s*api_docs\s*\.\s*(\w+)\s*\(")
 _COMPLETE_TASK = re.compile(r"\bcomplete_task\s*\(")
 _FAIL_STATUS = re.compile(r"""\bstatus\s*=\s*(['"])fail(ed|ure)?\1""")
+_EXECUTION_FAILED = re.compile(r"\s*(Output:\s*```\s*)?Execution failed")  # raw or as the agent formats it
 _NO_ANSWER = re.compile(r"^\s*(answer\s*=\s*)?None\s*(,|$)")
 
 
@@ -43,6 +46,9 @@ class TrajectoryBehaviour:
     show_api_doc_calls: int  # apis.api_docs.show_api_doc( calls
     assum_mentions: int
     dummy_mentions: int
+    no_code_turns: int  # turns without a complete code cell (nothing ran)
+    failed_executions: int  # turns whose code ran and failed ("Execution failed ..." observation)
+    code_chars: int  # characters of all cells
     gave_up: bool  # called complete_task with status="fail"
     completed_without_answer: bool  # called complete_task() or complete_task(answer=None)
     tokens: int
@@ -68,9 +74,22 @@ def assistant_texts(traj: Trajectory) -> list[str]:
     return [m.get("content", "") for m in traj.messages if m.get("role") == "assistant"]
 
 
+def observation_texts(traj: Trajectory) -> list[str]:
+    """What followed each turn (from `turns`, or the next user message for turn-less records; "" if none)."""
+    if traj.turns:
+        return [turn.observation_text for turn in traj.turns]
+    messages = traj.messages
+    return [
+        next((m.get("content", "") for m in messages[i + 1 : i + 2] if m.get("role") == "user"), "")
+        for i, m in enumerate(messages)
+        if m.get("role") == "assistant"
+    ]
+
+
 def trajectory_behaviour(traj: Trajectory) -> TrajectoryBehaviour:
     """Counts the paper's behaviours in one trajectory."""
     cells_per_turn = [code_cells(text) for text in assistant_texts(traj)]
+    observations = observation_texts(traj)
     code = "\n".join(cell for cells in cells_per_turn for cell in cells)
     lookups = _API_DOCS_CALL.findall(code)
     completions = _call_arguments(code, _COMPLETE_TASK)
@@ -78,6 +97,12 @@ def trajectory_behaviour(traj: Trajectory) -> TrajectoryBehaviour:
         num_turns=len(cells_per_turn),
         code_cells=sum(len(cells) for cells in cells_per_turn),
         multi_code_cell_turns=sum(len(cells) >= 2 for cells in cells_per_turn),
+        no_code_turns=sum(not cells for cells in cells_per_turn),
+        failed_executions=sum(
+            bool(cells) and _EXECUTION_FAILED.match(observation) is not None
+            for cells, observation in zip(cells_per_turn, observations, strict=False)
+        ),
+        code_chars=sum(len(cell) for cells in cells_per_turn for cell in cells),
         api_doc_lookups=len(lookups),
         show_api_doc_calls=sum(name == "show_api_doc" for name in lookups),
         assum_mentions=code.lower().count("assum"),
@@ -101,6 +126,7 @@ def behaviour_metrics(trajectories: Sequence[Trajectory], prefix: str = "behavio
     rows = [trajectory_behaviour(t) for t in trajectories]
     n = len(rows)
     total_turns = sum(r.num_turns for r in rows)
+    total_cells = sum(r.code_cells for r in rows)
     metrics = {
         "num_trajectories": float(n),
         "turns_mean": statistics.fmean(r.num_turns for r in rows),
@@ -110,6 +136,9 @@ def behaviour_metrics(trajectories: Sequence[Trajectory], prefix: str = "behavio
         if total_turns
         else 0.0,
         "multi_code_cell_turns_per_traj": statistics.fmean(r.multi_code_cell_turns for r in rows),
+        "no_code_turn_rate": sum(r.no_code_turns for r in rows) / total_turns if total_turns else 0.0,
+        "failed_executions_per_traj": statistics.fmean(r.failed_executions for r in rows),
+        "code_chars_per_cell": sum(r.code_chars for r in rows) / total_cells if total_cells else 0.0,
         "api_doc_lookups_per_traj": statistics.fmean(r.api_doc_lookups for r in rows),
         "show_api_doc_per_traj": statistics.fmean(r.show_api_doc_calls for r in rows),
         "assum_per_traj": statistics.fmean(r.assum_mentions for r in rows),

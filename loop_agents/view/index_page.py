@@ -17,6 +17,8 @@ BEHAVIOUR_COLUMNS = (
     ("turns", "behaviour/turns_mean"),
     ("gen tokens", "behaviour/generated_tokens_mean"),
     ("multi-cell turns", "behaviour/multi_code_cell_turn_rate"),
+    ("no-code turns", "behaviour/no_code_turn_rate"),
+    ("failed cells", "behaviour/failed_executions_per_traj"),
     ("doc lookups", "behaviour/api_doc_lookups_per_traj"),
     ("assum", "behaviour/assum_per_traj"),
     ("dummy", "behaviour/dummy_per_traj"),

@@ -26,21 +26,46 @@ B_TURNS = [
     "<think>unfinished ```python\nprint(apis.api_docs.show_api_doc(app_name='x', api_name='y'))\n```",
 ]
 C_TURNS = ["```python\napis.supervisor.complete_task(answer=len(songs(1, (2))))\n```"]
+# what followed each turn: a failed cell (raw engine text), a successful one (as the agent formats outputs), none
+A_OBSERVATIONS = [
+    "Execution failed. Traceback:\nNameError: x",
+    "Output:\n```\nExecution successful.\n```",
+    "",
+]
+# a cell past its deadline fails; the second turn had no code, so its "failed" feedback is not a failed execution
+B_OBSERVATIONS = [
+    "Output:\n```\nExecution failed. The cell ran past its 20 s limit\n```",
+    "Execution failed. x",
+]
+# the cells' text as written above (what code_chars counts), per trajectory
+A_CODE = [
+    "print(apis.api_docs.show_app_descriptions())\n",
+    "print(apis.api_docs.show_api_doc(app_name='spotify', api_name='login'))\n",
+    "# Assuming the password is known\ntoken = 'dummy'\n",
+    'apis.supervisor.complete_task(status="fail")\n',
+]
+B_CODE = ["x = ASSUMED_ID  # assumption: dummy DUMMY\napis.supervisor.complete_task(answer=None)\n"]
+C_CODE = ["apis.supervisor.complete_task(answer=len(songs(1, (2))))\n"]
 
 
-def _build(task_id: str, texts: list[str], context: list[int], generated: list[int], reason: FinishReason):
+def _build(task_id, texts, context, generated, reason: FinishReason, observations=None):
     traj = Trajectory(task_id=task_id, group_id=task_id, finish_reason=reason)
-    for text, n_context, n_generated in zip(texts, context, generated, strict=True):
+    observations = observations or [""] * len(texts)
+    for text, n_context, n_generated, seen in zip(texts, context, generated, observations, strict=True):
         traj.append_context([7] * n_context)
         start, end = traj.append_generation([9] * n_generated, [-0.5] * n_generated)
-        traj.turns.append(Turn(gen_start=start, gen_end=end, action_text=text))
+        traj.turns.append(Turn(gen_start=start, gen_end=end, action_text=text, observation_text=seen))
     return traj
 
 
 def trajectories() -> list[Trajectory]:
     return [
-        _build("a_1", A_TURNS, [5, 2, 2], [3, 4, 2], FinishReason.DONE),  # 18 tokens, 9 generated
-        _build("b_1", B_TURNS, [4, 1], [2, 3], FinishReason.TURN_BUDGET),  # 10 tokens, 5 generated
+        _build(
+            "a_1", A_TURNS, [5, 2, 2], [3, 4, 2], FinishReason.DONE, A_OBSERVATIONS
+        ),  # 18 tokens, 9 generated
+        _build(
+            "b_1", B_TURNS, [4, 1], [2, 3], FinishReason.TURN_BUDGET, B_OBSERVATIONS
+        ),  # 10 tokens, 5 generated
         _build("c_1", C_TURNS, [6], [4], FinishReason.CONTEXT_BUDGET),  # 10 tokens, 4 generated
     ]
 
@@ -53,6 +78,9 @@ def test_per_trajectory_counts():
     assert (b.num_turns, b.code_cells, b.api_doc_lookups) == (2, 1, 0)
     assert (b.assum_mentions, b.dummy_mentions, b.gave_up, b.completed_without_answer) == (2, 2, False, True)
     assert (c.gave_up, c.completed_without_answer, c.tokens, c.generated_tokens) == (False, False, 10, 4)
+    assert (a.no_code_turns, a.failed_executions, a.code_chars) == (0, 1, sum(map(len, A_CODE)))
+    assert (b.no_code_turns, b.failed_executions, b.code_chars) == (1, 1, sum(map(len, B_CODE)))
+    assert (c.no_code_turns, c.failed_executions, c.code_chars) == (0, 0, sum(map(len, C_CODE)))
 
 
 def test_aggregate_by_hand():
@@ -64,6 +92,9 @@ def test_aggregate_by_hand():
         "behaviour/generated_tokens_mean": 6.0,  # (9 + 5 + 4) / 3
         "behaviour/multi_code_cell_turn_rate": 1 / 6,
         "behaviour/multi_code_cell_turns_per_traj": 1 / 3,
+        "behaviour/no_code_turn_rate": 1 / 6,  # b's unfinished thinking, of 6 turns
+        "behaviour/failed_executions_per_traj": 2 / 3,  # (1 + 1 + 0) / 3
+        "behaviour/code_chars_per_cell": sum(map(len, A_CODE + B_CODE + C_CODE)) / 6,  # 4 + 1 + 1 cells
         "behaviour/api_doc_lookups_per_traj": 2 / 3,
         "behaviour/show_api_doc_per_traj": 1 / 3,
         "behaviour/assum_per_traj": 1.0,  # (1 + 2 + 0) / 3
@@ -85,8 +116,9 @@ def test_turnless_records_use_assistant_messages():
         {"role": "user", "content": "```python\nprint(apis.api_docs.show_api_doc())\n```"},  # not the model's
         {"role": "assistant", "content": "```python\nprint(apis.api_docs.show_api_doc(a, b))\n```"},
     ]
+    traj.messages.append({"role": "user", "content": "Output:\n```\nExecution failed. Traceback: x\n```"})
     counts = trajectory_behaviour(traj)
-    assert (counts.num_turns, counts.show_api_doc_calls) == (1, 1)
+    assert (counts.num_turns, counts.show_api_doc_calls, counts.failed_executions) == (1, 1, 1)
 
 
 def test_code_cells_and_empty_input():
