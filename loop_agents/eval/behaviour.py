@@ -68,10 +68,13 @@ def code_cells(message: str) -> list[str]:
 
 
 def assistant_texts(traj: Trajectory) -> list[str]:
-    """The model's text of each turn (from `turns`, or the assistant messages for turn-less records)."""
-    if traj.turns:
-        return [turn.action_text for turn in traj.turns]
-    return [m.get("content", "") for m in traj.messages if m.get("role") == "assistant"]
+    """The model's raw text of each turn: the assistant messages where the record keeps them, else the turns'
+    `action_text`. Not `action_text` first: for AppWorld that is the parsed code of the executed cell, without
+    its fences, so every cell counted would be lost (every behaviour count read 0 on our AppWorld runs)."""
+    messages = [m.get("content", "") for m in traj.messages if m.get("role") == "assistant"]
+    if messages or not traj.turns:
+        return messages
+    return [turn.action_text for turn in traj.turns]
 
 
 def observation_texts(traj: Trajectory) -> list[str]:

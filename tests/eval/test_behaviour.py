@@ -126,3 +126,24 @@ def test_code_cells_and_empty_input():
     assert code_cells("```bash\nls\n```") == []
     with pytest.raises(ValueError, match="at least one"):
         behaviour_metrics([])
+
+
+def test_appworld_records_are_counted_from_the_raw_messages():
+    """The runner keeps the executed cell's bare code as `action_text` and the model's raw text in `messages`:
+    counting from `action_text` found no cell at all (every count 0 on the AppWorld runs before this test)."""
+    raw = [
+        "```python\nprint(apis.api_docs.show_api_doc(app_name='venmo', api_name='login'))\n```\n```python\nx = 1\n```",
+        "```python\napis.supervisor.complete_task()\n```",
+    ]
+    traj = Trajectory(task_id="e_1", group_id="e_1")
+    traj.messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for text, code in zip(raw, ["print(apis.api_docs.show_api_doc(app_name='venmo', api_name='login'))\n",
+                                "apis.supervisor.complete_task()\n"], strict=True):  # fmt: skip
+        traj.turns.append(
+            Turn(gen_start=0, gen_end=0, action_text=code, observation_text="Execution failed. x")
+        )
+        traj.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "Output: ..."}]
+    counts = trajectory_behaviour(traj)
+    assert (counts.num_turns, counts.code_cells, counts.multi_code_cell_turns) == (2, 3, 1)
+    assert (counts.show_api_doc_calls, counts.no_code_turns, counts.failed_executions) == (1, 0, 2)
+    assert counts.completed_without_answer
