@@ -104,6 +104,7 @@ async def isolated_episode(source: AppWorldTaskSource, task_id: str) -> dict[str
         "sandbox_s": timing["sandbox_s"],
         "world_init_s": timing["init_s"],
         "evaluate_task_s": evaluation.details["evaluator_timing"]["evaluate_task_s"],
+        "evaluator_prepare_s": evaluation.details["evaluator_timing"]["prepare_s"],  # while the cells ran
     }
 
 

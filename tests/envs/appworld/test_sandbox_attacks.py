@@ -311,14 +311,17 @@ def test_no_child_process_outlives_or_escapes_the_episode(task_source, run):
                 "        print('DENIED', type(error).__name__)"
             )
             out = (await env.step(cell)).observation
-            during = host.children(recursive=True)
+            during = (host.children(recursive=True), host.children())
             return out, host, during
         finally:
             await env.close()
 
     out, host, during = run(scenario())
     assert "STARTED" not in out and out.count("DENIED PermissionError") == 3, out
-    assert len(during) == 2  # the namespace's outer process and the episode process, nothing else
+    every, direct = during
+    # the namespace's outer process with the episode process inside, and the episode's evaluator (forked from the
+    # host beside them, warm while the cells run): nothing else, nothing below the episode process
+    assert (len(direct), len(every)) == (2, 3), every
     time.sleep(0.5)
     assert host.children(recursive=True) == []
 

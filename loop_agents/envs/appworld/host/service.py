@@ -11,7 +11,7 @@ from typing import Any
 
 from loop_agents.envs.appworld.host.common import Settings, now
 from loop_agents.envs.appworld.host.episode import Episode
-from loop_agents.envs.appworld.host.evaluation import run_evaluation
+from loop_agents.envs.appworld.host.evaluation import PreparedEvaluation
 from loop_agents.sandbox import framing, layers
 
 
@@ -19,11 +19,15 @@ class Host:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.episode: Episode | None = None
+        self.evaluator: PreparedEvaluation | None = None  # the episode's evaluator, warm while it runs
 
     def end_episode(self) -> None:
         if self.episode is not None:
             self.episode.kill()
             self.episode = None
+        if self.evaluator is not None:
+            self.evaluator.close()
+            self.evaluator = None
 
     def initialize(self, body: dict[str, Any]) -> Any:
         self.end_episode()
@@ -45,6 +49,9 @@ class Host:
             raise RuntimeError(f"episode start failed: {str(reply.get('error'))[-2000:]}")
         output = reply["output"]
         output["timing"].update(fork_s=episode.fork_s, initialize_s=now() - began)
+        self.evaluator = PreparedEvaluation(
+            task_id, experiment, self.settings
+        )  # after the world made its folder
         return output
 
     def execute(self, body: dict[str, Any]) -> Any:
@@ -70,7 +77,8 @@ class Host:
         began = now()
         episode.kill()  # the outputs are final before anyone reads them
         episode.ended = "evaluated"
-        result = run_evaluation(episode.task_id, episode.experiment, self.settings)
+        evaluator, self.evaluator = self.evaluator, None
+        result = evaluator.result() if evaluator is not None else {"error": "no evaluator was started"}
         if "error" in result:  # on outputs the policy wrote: its failure, not the host's
             print(f"[episode_host] evaluation of {episode.task_id} failed: {result['error']}", flush=True)
             episode.evaluation = {"ended": "evaluation_failed"}
