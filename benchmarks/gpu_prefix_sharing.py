@@ -32,7 +32,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from benchmarks.learner_prefix_sharing import K, _group
+from benchmarks.learner_prefix_sharing import FULL_SHAPE, K, advantaged_group
 
 PEAK_BF16_FLOPS = 989e12  # H100 / H200 SXM dense bf16 (spec sheet)
 SHAPE_0_5B = dict(hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2, intermediate_size=4864)
@@ -70,21 +70,12 @@ def flops_per_token(params: dict, length: int) -> float:
 
 
 def run(small: bool) -> dict:
-    from loop_agents.algorithms import compute_advantages, preset
     from loop_agents.learner import Learner, LearnerConfig
 
     cuda = torch.cuda.is_available()
     model_dir, params = build_model(small)
-    shape = (
-        dict(prompt_len=256, turns=2, gen=32, obs=8)
-        if small
-        else dict(prompt_len=3500, turns=4, gen=220, obs=30)
-    )
-    algorithm = preset("loop")
-    algorithm.abs_adv_threshold = 0.0
-    trajectories = _group(**shape, vocab=params["vocab"])
-    compute_advantages(trajectories, algorithm)
-    length = len(trajectories[0].token_ids)
+    shape = dict(prompt_len=256, turns=2, gen=32, obs=8) if small else FULL_SHAPE
+    trajectories, algorithm, length = advantaged_group(shape, vocab=params["vocab"])
     base = dict(model_path=model_dir, dtype="bfloat16", device="cuda" if cuda else "cpu", epochs=1,
                 minibatch_size=K, max_grad_norm=1.0, max_seq_len=length, micro_token_budget=K * length)  # fmt: skip
     sides = {

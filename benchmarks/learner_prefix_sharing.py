@@ -60,6 +60,20 @@ def _group(prompt_len: int, turns: int, gen: int, obs: int, vocab: int, seed: in
     return trajectories
 
 
+FULL_SHAPE = dict(prompt_len=3500, turns=4, gen=220, obs=30)  # AppWorld: ~3.5k-token prompt, ~1k generated
+
+
+def advantaged_group(shape: dict, vocab: int):
+    """The K-trajectory group of `shape` with LOOP's advantages (every rollout kept), and its length."""
+    from loop_agents.algorithms import compute_advantages, preset
+
+    algorithm = preset("loop")
+    algorithm.abs_adv_threshold = 0.0
+    trajectories = _group(**shape, vocab=vocab)
+    compute_advantages(trajectories, algorithm)
+    return trajectories, algorithm, len(trajectories[0].token_ids)
+
+
 def _exact_sampler_logprobs(learner, trajectories) -> None:
     """Write the learner's own recomputed log-probs as the sampling log-probs (what vLLM gives in sync mode)."""
     from loop_agents.learner.train_items import prepare_items
@@ -73,7 +87,6 @@ def _exact_sampler_logprobs(learner, trajectories) -> None:
 
 
 def run(quick: bool = False, repetitions: int = 2, threads: int = 1) -> dict:
-    from loop_agents.algorithms import compute_advantages, preset
     from loop_agents.learner import Learner, LearnerConfig
     from loop_agents.learner.precision import cpu_has_bf16
     from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
@@ -85,16 +98,8 @@ def run(quick: bool = False, repetitions: int = 2, threads: int = 1) -> dict:
             TinyModelSpec(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=768),
         )
     )
-    shape = (
-        dict(prompt_len=896, turns=2, gen=96, obs=32)
-        if quick
-        else dict(prompt_len=3500, turns=4, gen=220, obs=30)
-    )
-    algorithm = preset("loop")
-    algorithm.abs_adv_threshold = 0.0
-    trajectories = _group(**shape, vocab=1000)
-    compute_advantages(trajectories, algorithm)
-    length = len(trajectories[0].token_ids)
+    shape = dict(prompt_len=896, turns=2, gen=96, obs=32) if quick else FULL_SHAPE
+    trajectories, algorithm, length = advantaged_group(shape, vocab=1000)
     base = dict(
         model_path=model_dir,
         device="cpu",
