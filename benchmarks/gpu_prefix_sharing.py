@@ -1,6 +1,6 @@
 """Shared-prefix learning on a GPU, bf16, on a 0.5B-shape Qwen2 (issue 21's GPU row), with the learner's MFU.
 
-    torchrun --standalone --nproc-per-node 1 -m benchmarks.gpu_prefix_sharing OUT.json [--small]
+    torchrun --standalone --nproc-per-node 1 -m benchmarks.gpu_prefix_sharing OUT.json [--small] [--size 0.5b|1.5b]
 
 The model has Qwen2.5-0.5B's shape (hidden 896, 24 layers, 14 query / 2 KV heads, MLP 4864, vocabulary
 151,936, tied embeddings; random weights, built locally: no download). The batch is
@@ -35,18 +35,21 @@ import torch.distributed as dist
 from benchmarks.learner_prefix_sharing import FULL_SHAPE, K, advantaged_group
 
 PEAK_BF16_FLOPS = 989e12  # H100 / H200 SXM dense bf16 (spec sheet)
-SHAPE_0_5B = dict(hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2, intermediate_size=4864)
+SHAPES = {
+    "0.5b": dict(hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2, intermediate_size=4864),
+    "1.5b": dict(hidden_size=1536, num_layers=28, num_heads=12, num_kv_heads=2, intermediate_size=8960),
+}
 QWEN_VOCAB = 151_936
 
 
-def build_model(small: bool) -> tuple[str, dict]:
-    """A random Qwen2 of the 0.5B shape (tiny tokenizer, embeddings resized to Qwen's vocabulary)."""
+def build_model(small: bool, size: str = "0.5b") -> tuple[str, dict]:
+    """A random Qwen2 of a Qwen2.5 shape (tiny tokenizer, embeddings resized to Qwen's vocabulary)."""
     from transformers import AutoModelForCausalLM
 
     from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
     shape = dict(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384)
-    model_dir = str(build_tiny_model(tempfile.mkdtemp(), TinyModelSpec(**(shape if small else SHAPE_0_5B))))
+    model_dir = str(build_tiny_model(tempfile.mkdtemp(), TinyModelSpec(**(shape if small else SHAPES[size]))))
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16)
     if not small:
         model.resize_token_embeddings(QWEN_VOCAB)
@@ -69,11 +72,11 @@ def flops_per_token(params: dict, length: int) -> float:
     return 3 * (2 * params["matmul"] + 4 * params["layers"] * params["d_model"] * length / 2)
 
 
-def run(small: bool) -> dict:
+def run(small: bool, size: str = "0.5b") -> dict:
     from loop_agents.learner import Learner, LearnerConfig
 
     cuda = torch.cuda.is_available()
-    model_dir, params = build_model(small)
+    model_dir, params = build_model(small, size)
     shape = dict(prompt_len=256, turns=2, gen=32, obs=8) if small else FULL_SHAPE
     trajectories, algorithm, length = advantaged_group(shape, vocab=params["vocab"])
     base = dict(model_path=model_dir, dtype="bfloat16", device="cuda" if cuda else "cpu", epochs=1,
@@ -141,12 +144,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--small", action="store_true")
+    parser.add_argument("--size", choices=sorted(SHAPES), default="0.5b")
     args = parser.parse_args()
     if "WORLD_SIZE" in os.environ and not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    result = run(args.small)
+    result = run(args.small, args.size)
     if not dist.is_initialized() or dist.get_rank() == 0:
         with open(args.out, "w") as out:
             json.dump(result, out, indent=2)
