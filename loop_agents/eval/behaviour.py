@@ -81,12 +81,12 @@ def observation_texts(traj: Trajectory) -> list[str]:
     """What followed each turn (from `turns`, or the next user message for turn-less records; "" if none)."""
     if traj.turns:
         return [turn.observation_text for turn in traj.turns]
-    messages = traj.messages
-    return [
-        next((m.get("content", "") for m in messages[i + 1 : i + 2] if m.get("role") == "user"), "")
-        for i, m in enumerate(messages)
-        if m.get("role") == "assistant"
-    ]
+    messages, texts = traj.messages, []
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            following = messages[index + 1] if index + 1 < len(messages) else {}
+            texts.append(following.get("content", "") if following.get("role") == "user" else "")
+    return texts
 
 
 def trajectory_behaviour(traj: Trajectory) -> TrajectoryBehaviour:

@@ -171,6 +171,8 @@ def build_warm_model(
 
     out_dir = Path(out_dir)
     max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
+    # the attention kernel is recorded only when it is not eager: warm models built before the switch existed
+    # (eager, no such key) stay reusable
     provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
                   "max_epochs": max_epochs, "redraws": redraws, "redraw_epoch": redraw_epoch,
                   **({} if attention == "eager" else {"attention": attention}), **(provenance or {})}  # fmt: skip

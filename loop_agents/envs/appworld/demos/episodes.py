@@ -71,9 +71,9 @@ def played_episodes(config: AppWorldConfig, split: str, seed: int) -> list[dict[
         cache.parent.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
         with tempfile.TemporaryDirectory(dir=cache.parent) as tmp:
-            played = _play(config, plan, Path(tmp))
-            (Path(tmp) / "played.jsonl").write_text("".join(json.dumps(e) + "\n" for e in played))
-            (Path(tmp) / "played.jsonl").rename(cache)
+            played = Path(tmp) / "played.jsonl"
+            played.write_text("".join(json.dumps(e) + "\n" for e in _play(config, plan, Path(tmp))))
+            played.rename(cache)
         print(f"[warm start] played in {time.monotonic() - began:.0f} s -> {cache}", flush=True)
     return [json.loads(line) for line in cache.read_text().splitlines() if line.strip()]
 

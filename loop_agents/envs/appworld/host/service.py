@@ -49,9 +49,9 @@ class Host:
             raise RuntimeError(f"episode start failed: {str(reply.get('error'))[-2000:]}")
         output = reply["output"]
         output["timing"].update(fork_s=episode.fork_s, initialize_s=now() - began)
-        self.evaluator = PreparedEvaluation(
-            task_id, experiment, self.settings
-        )  # after the world made its folder
+        # started after the world has set up the episode's output folder: the evaluator's Landlock rules are bound
+        # to that folder, so it must exist and stay the same folder from here on
+        self.evaluator = PreparedEvaluation(task_id, experiment, self.settings)
         return output
 
     def execute(self, body: dict[str, Any]) -> Any:
