@@ -210,7 +210,12 @@ def demonstration_weights(
     `answer <code>` count that many times. Copying the gem's code from the last observation is the skill
     whose absence stalls a warm start (README "The demo"); weighing it 4x, the orders that had stalled at
     chance after 3 epochs copied the code at 0.55-0.60 after one (issue 18).
+    appworld with `env.options.demo_literal_weight` != 1: the tokens spelling the task's own values in the
+    cells (names, tags, dates, amounts, copied from the instruction) count that many times
+    (`literal_weights`).
     """
+    if cfg.env.name == "appworld":
+        return _appworld_literal_weights(cfg, chat, demos)
     if cfg.env.name != "bundled" or bundled_config(cfg).demo_code_weight == 1.0:
         return None
     from loop_agents.orchestration.warm_start_quality import code_token_positions
@@ -225,6 +230,23 @@ def demonstration_weights(
                 row[position] = weight
         weights.append(row)
     return weights
+
+
+def _appworld_literal_weights(
+    cfg: DictConfig, chat: ChatFormat, demos: list[Trajectory]
+) -> list[list[float]] | None:
+    from loop_agents.config.env_options import env_settings
+
+    settings = env_settings(cfg)
+    if settings.demo_literal_weight == 1.0:
+        return None
+    from functools import partial
+
+    from loop_agents.envs.appworld.demos.episodes import task_literals
+    from loop_agents.orchestration.literal_weights import literal_weights
+
+    literals_of = partial(task_literals, settings.root_path)
+    return literal_weights(demos, chat, literals_of, float(settings.demo_literal_weight))
 
 
 class GemHuntWarmChecks:

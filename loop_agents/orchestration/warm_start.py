@@ -31,6 +31,21 @@ def demonstration_trajectory(chat: ChatFormat, messages: list[dict[str, str]], t
     return traj
 
 
+def action_spans(mask: list[int]) -> list[list[int]]:
+    """Contiguous runs of 1s in a loss mask: in a demonstration, one per assistant message (its tokens,
+    then <|im_end|>)."""
+    spans, current = [], []
+    for position, on in enumerate(mask):
+        if on:
+            current.append(position)
+        elif current:
+            spans.append(current)
+            current = []
+    if current:
+        spans.append(current)
+    return spans
+
+
 def sft_warm_start(learner, demonstrations: list[Trajectory], epochs: int, lr: float) -> dict[str, float]:
     """Run `epochs` SFT epochs with the learner's own machinery, then restore the RL settings.
 

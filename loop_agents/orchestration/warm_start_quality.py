@@ -15,26 +15,13 @@ import torch
 
 from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
+from loop_agents.orchestration.warm_start import action_spans
 from loop_agents.rollout.chat import ChatFormat
-
-
-def _action_spans(mask: list[int]) -> list[list[int]]:
-    """Contiguous runs of 1s in a loss mask: one per assistant action (its tokens and <|im_end|>)."""
-    spans, current = [], []
-    for position, on in enumerate(mask):
-        if on:
-            current.append(position)
-        elif current:
-            spans.append(current)
-            current = []
-    if current:
-        spans.append(current)
-    return spans
 
 
 def code_token_positions(traj, chat: ChatFormat) -> list[int]:
     """Indices in `traj.token_ids` of the code symbols of its last action (`answer 4 7` -> the 4 and the 7)."""
-    last = _action_spans(traj.loss_mask)[-1][:-1]  # without <|im_end|>
+    last = action_spans(traj.loss_mask)[-1][:-1]  # without <|im_end|>
     texts = {t: chat.decode([traj.token_ids[t]]).strip() for t in last}
     return [t for t, text in texts.items() if text and text != "answer"]  # "4","7" or "B","7"
 
@@ -58,7 +45,7 @@ def episode_probabilities(model, chat: ChatFormat, demonstrations: list) -> dict
         ids = torch.tensor([traj.token_ids])
         logprobs = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)
         chosen = logprobs.gather(1, ids[0, 1:, None])[:, 0]  # chosen[p] = log pi(token p+1)
-        spans = _action_spans(traj.loss_mask[1:])
+        spans = action_spans(traj.loss_mask[1:])
         answer = chosen[spans[-1]].sum()
         opens = sum((chosen[span].sum() for span in spans[:-1]), torch.tensor(0.0))
         code = [t - 1 for t in code_token_positions(traj, chat)]  # chosen[t - 1] = log pi(token t)

@@ -53,6 +53,7 @@ class AppWorldConfig:
     demos_per_task: int = 8  # demonstrations drawn per scripted train task
     demo_noise: float = 0.5  # probability that a demonstration is a noisy one (one wrong API/argument/answer)
     demo_seed: int = 0  # seed of the noisy variants and of the draw
+    demo_literal_weight: float = 1.0  # SFT loss weight of the tokens spelling the task's own values
 
     def __post_init__(self) -> None:
         if self.reward not in REWARD_MODES:
@@ -65,6 +66,8 @@ class AppWorldConfig:
             raise ValueError(f"env.options.sandbox must be one of {SANDBOX_MODES}, got {self.sandbox!r}")
         if self.demos_per_task < 1:
             raise ValueError(f"env.options.demos_per_task must be >= 1, got {self.demos_per_task}")
+        if not self.demo_literal_weight > 0:
+            raise ValueError(f"env.options.demo_literal_weight must be > 0, got {self.demo_literal_weight}")
         if not 0.0 <= self.demo_noise <= 1.0:
             raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")
         if self.execute_timeout_s < 1 or self.max_interactions < 1:
