@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loop_agents.config.load import compose
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,4 +51,5 @@ def test_debug_takes_learner_steps_on_appworld(tmp_path) -> None:
     assert steps >= 1, [sorted(row) for row in rows]
     assert max(row.get("learn/global_step", 0) for row in rows) >= 1
     warm = json.loads((run_dir / "warm_model" / "warm_start.json").read_text())
-    assert warm["provenance"]["env_options"]["demos_per_task"] == 2
+    preset = compose(["experiment=debug"]).env.options
+    assert warm["provenance"]["env_options"]["demos_per_task"] == preset.demos_per_task  # its warm model
