@@ -1,10 +1,14 @@
 """Scripted multi-turn solutions of the self-made scenario families, one code cell per turn.
 
-Every family's cells follow one shape the tiny model can clone: log in (the same cell for every task of
-an app), fetch what the task names, act or compute, complete the task. The only task-specific literals
-are the task's own values (a tag, a title, a date, an amount, a name: the template's `public_data`), each
-written in the instruction too, so a policy can copy them from its prompt. `Script.slots` lists them: the
-noise module's wrong arguments replace one. Cells print only short outputs, so no observation is cut.
+Every family's cells follow one shape the tiny model can clone: name the task's values and log in (the same
+login for every task of an app), fetch what the task names, act or compute, complete the task. The only
+task-specific literals are the task's own values (a tag, a title, a date, an amount, a name: the template's
+`public_data`), each written in the instruction too, and each written once: as an assignment at the top of the
+first cell, right below the instruction it is copied from; the later cells use the variable. (When the values
+were written where they are used, in the second or third cell, the 0.6 M warm model never learned to pick them
+from the instruction, 1,000 tokens back: teacher-forced, the first token of a held-out value was right 6 times
+in 22, its prior's guess; issue 19.) `Script.slots` lists them: the noise module's wrong arguments replace one.
+Cells print only short outputs, so no observation is cut.
 """
 
 from __future__ import annotations
@@ -22,23 +26,32 @@ _ALL_TASKS = (
 )
 _PROJECT_TASKS = (
     "project = [p for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20) "
-    "if p['name'] == {project!r}][0]\n"
+    "if p['name'] == project_name][0]\n"
     "shown = apis.todoist.show_tasks(project_id=project['project_id'], access_token=todoist_token)\n"
     "tasks = shown['no_section_tasks'] + [t for s in shown['sections'] for t in s['tasks']]\n"
     "print(len(tasks))"
 )
 _FRIEND = (
-    "friend = [f for f in apis.venmo.search_friends(access_token=venmo_token, query={friend!r}, page_limit=20) "
-    "if f['first_name'] + ' ' + f['last_name'] == {friend!r}][0]\n"
+    "friend = [f for f in apis.venmo.search_friends(access_token=venmo_token, query=friend_name, page_limit=20) "
+    "if f['first_name'] + ' ' + f['last_name'] == friend_name][0]\n"
     "print(friend['email'])"
 )
 _TAGGED = (
-    "notes = apis.simple_note.search_notes(access_token=simple_note_token, tags=[{tag!r}], page_limit=20)\n"
+    "notes = apis.simple_note.search_notes(access_token=simple_note_token, tags=[tag], page_limit=20)\n"
 )
 
 
+# The variable each slot's value is assigned to (`friend`, `project` and `note` name the found records).
+VARIABLES = {"friend": "friend_name", "project": "project_name", "note": "description"}
+
+
+def values_lines(slots: tuple[str, ...], values: dict[str, Any]) -> list[str]:
+    """`tag = 'travel'`, one line per slot, in the slots' order."""
+    return [f"{VARIABLES.get(slot, slot)} = {values[slot]!r}" for slot in slots]
+
+
 def login_cell(*apps: str) -> str:
-    """The first cell of every script: passwords, the supervisor's email, one `<app>_token` per app."""
+    """The login of every script: passwords, the supervisor's email, one `<app>_token` per app."""
     lines = [
         "passwords = {p['account_name']: p['password'] for p in apis.supervisor.show_account_passwords()}",
         "email = apis.supervisor.show_profile()['email']",
@@ -63,58 +76,60 @@ class Script:
     asks_answer: bool
 
     def cells(self, values: dict[str, Any]) -> list[str]:
-        return [login_cell(*self.apps), *self.body(values)]
+        """The task's values named, the login, then the body's cells."""
+        first = "\n".join([*values_lines(self.slots, values), login_cell(*self.apps)])
+        return [first, *self.body(values)]
 
 
 SCRIPTS: dict[str, Script] = {
     "note_count_tag": Script(("simple_note",), ("tag",), lambda v: [
-        _TAGGED.format(**v) + "print(len(notes))",
+        _TAGGED + "print(len(notes))",
         "apis.supervisor.complete_task(answer=len(notes))",
     ], asks_answer=True),
     "note_append_line": Script(("simple_note",), ("title", "line"), lambda v: [
-        f"note = [n for n in apis.simple_note.search_notes(access_token=simple_note_token, query={v['title']!r}, "
-        f"page_limit=20) if n['title'] == {v['title']!r}][0]\n"
+        "note = [n for n in apis.simple_note.search_notes(access_token=simple_note_token, query=title, "
+        "page_limit=20) if n['title'] == title][0]\n"
         "content = apis.simple_note.show_note(note_id=note['note_id'], access_token=simple_note_token)['content']\n"
         "print(content)",
         "apis.simple_note.update_note(note_id=note['note_id'], access_token=simple_note_token, "
-        f"content=content + '\\n' + {v['line']!r})",
+        "content=content + '\\n' + line)",
         COMPLETE,
     ], asks_answer=False),
     "note_delete_tagged": Script(("simple_note",), ("tag", "cutoff"), lambda v: [
-        _TAGGED.format(**v) + "print([n['created_at'][:10] for n in notes])",
-        f"for n in notes:\n    if n['created_at'][:10] < {v['cutoff']!r}:\n"
+        _TAGGED + "print([n['created_at'][:10] for n in notes])",
+        "for n in notes:\n    if n['created_at'][:10] < cutoff:\n"
         "        apis.simple_note.delete_note(note_id=n['note_id'], access_token=simple_note_token)",
         COMPLETE,
     ], asks_answer=False),
     "todoist_count_open_priority": Script(("todoist",), ("priority",), lambda v: [
         _ALL_TASKS,
-        f"apis.supervisor.complete_task(answer=sum(t['priority'] == {v['priority']!r} and not t['is_completed'] "
+        "apis.supervisor.complete_task(answer=sum(t['priority'] == priority and not t['is_completed'] "
         "for t in tasks))",
     ], asks_answer=True),
     "todoist_complete_due": Script(("todoist",), ("project", "cutoff"), lambda v: [
-        _PROJECT_TASKS.format(**v),
-        f"for t in tasks:\n    if not t['is_completed'] and t['due_date'][:10] <= {v['cutoff']!r}:\n"
+        _PROJECT_TASKS,
+        "for t in tasks:\n    if not t['is_completed'] and t['due_date'][:10] <= cutoff:\n"
         "        apis.todoist.update_task(task_id=t['task_id'], access_token=todoist_token, is_completed=True)",
         COMPLETE,
     ], asks_answer=False),
     "venmo_pay_friend": Script(("venmo",), ("friend", "amount", "note"), lambda v: [
-        _FRIEND.format(**v),
-        f"apis.venmo.create_transaction(receiver_email=friend['email'], amount={v['amount']!r}, "
-        f"description={v['note']!r}, access_token=venmo_token)",
+        _FRIEND,
+        "apis.venmo.create_transaction(receiver_email=friend['email'], amount=amount, "
+        "description=description, access_token=venmo_token)",
         COMPLETE,
     ], asks_answer=False),
     "venmo_total_received": Script(("venmo",), ("friend", "since"), lambda v: [
-        _FRIEND.format(**v),
+        _FRIEND,
         "total = 0\nfor page in range(5):\n"
         "    for t in apis.venmo.show_transactions(access_token=venmo_token, user_email=friend['email'], "
-        f"min_created_at={v['since']!r}, page_index=page, page_limit=20):\n"
+        "min_created_at=since, page_index=page, page_limit=20):\n"
         "        if t['receiver']['email'] == email:\n            total += t['amount']\nprint(round(total, 2))",
         "apis.supervisor.complete_task(answer=round(total, 2))",
     ], asks_answer=True),
     "notes_to_todoist_tasks": Script(("simple_note", "todoist"), ("tag", "project"), lambda v: [
-        _TAGGED.format(**v)
-        + f"project = [p for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20) "
-        f"if p['name'] == {v['project']!r}][0]\nprint([n['title'] for n in notes])",
+        _TAGGED
+        + "project = [p for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20) "
+        "if p['name'] == project_name][0]\nprint([n['title'] for n in notes])",
         "for n in notes:\n    apis.todoist.create_task(project_id=project['project_id'], title=n['title'], "
         "access_token=todoist_token)",
         COMPLETE,
