@@ -67,7 +67,7 @@ def test_every_clean_demonstration_weighs_its_tasks_values(appworld_root, tiny_m
         weighted = _weighted_text(chat, traj, row, 3.0)
         for literal in literals:
             assert literal in weighted, (traj.task_id, literal, weighted)
-    assert (
-        demonstration_weights(compose(["experiment=debug", f"env.options.root={appworld_root}"]), chat, demos)
-        is None
+    unweighted = compose(
+        ["experiment=debug", f"env.options.root={appworld_root}", "env.options.demo_literal_weight=1"]
     )
+    assert demonstration_weights(unweighted, chat, demos) is None  # weight 1: every token alike
