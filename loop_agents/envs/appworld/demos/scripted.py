@@ -36,9 +36,7 @@ _FRIEND = (
     "if f['first_name'] + ' ' + f['last_name'] == friend_name][0]\n"
     "print(friend['email'])"
 )
-_TAGGED = (
-    "notes = apis.simple_note.search_notes(access_token=simple_note_token, tags=[tag], page_limit=20)\n"
-)
+_TAGGED = "notes = apis.simple_note.search_notes(access_token=simple_note_token, tags=[tag], page_limit=20)\n"
 
 
 # The variable each slot's value is assigned to (`friend`, `project` and `note` name the found records).
