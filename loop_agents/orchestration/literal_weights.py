@@ -4,7 +4,7 @@ A cloned policy learns the scripts' shared code in one epoch; what it gets wrong
 the few characters it must copy from the instruction (`'Dariq Fontaine'` for Jonas Lindqvist, `'fitness'`
 for the tag 'travel': issue 19). With `env.options.demo_literal_weight = w`, each token that overlaps one of
 the task's literals in an assistant cell counts w times in the SFT loss (the loss is the weighted mean NLL,
-`full_sft.weighted_nll`). A noisy demonstration's wrong value is not the task's, so it is not weighed.
+`full_sft.masked_token_nll`). A noisy demonstration's wrong value is not the task's, so it is not weighed.
 """
 
 from __future__ import annotations

@@ -6,14 +6,13 @@ task-specific literals are the task's own values (a tag, a title, a date, an amo
 `public_data`), each written in the instruction too, and each written once: as an assignment at the top of the
 first cell, right below the instruction it is copied from; the later cells use the variable. (When the values
 were written where they are used, in the second or third cell, the 0.6 M warm model never learned to pick them
-from the instruction, 1,000 tokens back: teacher-forced, the first token of a held-out value was right 6 times
+from the instruction, 100-400 tokens back: teacher-forced, the first token of a held-out value was right 6 times
 in 22, its prior's guess; issue 19.) `Script.slots` lists them: the noise module's wrong arguments replace one.
 Cells print only short outputs, so no observation is cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,21 +69,21 @@ class Script:
 
     apps: tuple[str, ...]
     slots: tuple[str, ...]  # public_data keys the cells use
-    body: Callable[[dict[str, Any]], list[str]]  # the cells after the login cell
+    body: tuple[str, ...]  # the cells after the first; they use the values through their variables
     asks_answer: bool
 
     def cells(self, values: dict[str, Any]) -> list[str]:
         """The task's values named, the login, then the body's cells."""
         first = "\n".join([*values_lines(self.slots, values), login_cell(*self.apps)])
-        return [first, *self.body(values)]
+        return [first, *self.body]
 
 
 SCRIPTS: dict[str, Script] = {
-    "note_count_tag": Script(("simple_note",), ("tag",), lambda v: [
+    "note_count_tag": Script(("simple_note",), ("tag",), (
         _TAGGED + "print(len(notes))",
         "apis.supervisor.complete_task(answer=len(notes))",
-    ], asks_answer=True),
-    "note_append_line": Script(("simple_note",), ("title", "line"), lambda v: [
+    ), asks_answer=True),
+    "note_append_line": Script(("simple_note",), ("title", "line"), (
         "note = [n for n in apis.simple_note.search_notes(access_token=simple_note_token, query=title, "
         "page_limit=20) if n['title'] == title][0]\n"
         "content = apis.simple_note.show_note(note_id=note['note_id'], access_token=simple_note_token)['content']\n"
@@ -92,46 +91,46 @@ SCRIPTS: dict[str, Script] = {
         "apis.simple_note.update_note(note_id=note['note_id'], access_token=simple_note_token, "
         "content=content + '\\n' + line)",
         COMPLETE,
-    ], asks_answer=False),
-    "note_delete_tagged": Script(("simple_note",), ("tag", "cutoff"), lambda v: [
+    ), asks_answer=False),
+    "note_delete_tagged": Script(("simple_note",), ("tag", "cutoff"), (
         _TAGGED + "print([n['created_at'][:10] for n in notes])",
         "for n in notes:\n    if n['created_at'][:10] < cutoff:\n"
         "        apis.simple_note.delete_note(note_id=n['note_id'], access_token=simple_note_token)",
         COMPLETE,
-    ], asks_answer=False),
-    "todoist_count_open_priority": Script(("todoist",), ("priority",), lambda v: [
+    ), asks_answer=False),
+    "todoist_count_open_priority": Script(("todoist",), ("priority",), (
         _ALL_TASKS,
         "apis.supervisor.complete_task(answer=sum(t['priority'] == priority and not t['is_completed'] "
         "for t in tasks))",
-    ], asks_answer=True),
-    "todoist_complete_due": Script(("todoist",), ("project", "cutoff"), lambda v: [
+    ), asks_answer=True),
+    "todoist_complete_due": Script(("todoist",), ("project", "cutoff"), (
         _PROJECT_TASKS,
         "for t in tasks:\n    if not t['is_completed'] and t['due_date'][:10] <= cutoff:\n"
         "        apis.todoist.update_task(task_id=t['task_id'], access_token=todoist_token, is_completed=True)",
         COMPLETE,
-    ], asks_answer=False),
-    "venmo_pay_friend": Script(("venmo",), ("friend", "amount", "note"), lambda v: [
+    ), asks_answer=False),
+    "venmo_pay_friend": Script(("venmo",), ("friend", "amount", "note"), (
         _FRIEND,
         "apis.venmo.create_transaction(receiver_email=friend['email'], amount=amount, "
         "description=description, access_token=venmo_token)",
         COMPLETE,
-    ], asks_answer=False),
-    "venmo_total_received": Script(("venmo",), ("friend", "since"), lambda v: [
+    ), asks_answer=False),
+    "venmo_total_received": Script(("venmo",), ("friend", "since"), (
         _FRIEND,
         "total = 0\nfor page in range(5):\n"
         "    for t in apis.venmo.show_transactions(access_token=venmo_token, user_email=friend['email'], "
         "min_created_at=since, page_index=page, page_limit=20):\n"
         "        if t['receiver']['email'] == email:\n            total += t['amount']\nprint(round(total, 2))",
         "apis.supervisor.complete_task(answer=round(total, 2))",
-    ], asks_answer=True),
-    "notes_to_todoist_tasks": Script(("simple_note", "todoist"), ("tag", "project"), lambda v: [
+    ), asks_answer=True),
+    "notes_to_todoist_tasks": Script(("simple_note", "todoist"), ("tag", "project"), (
         _TAGGED
         + "project = [p for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20) "
         "if p['name'] == project_name][0]\nprint([n['title'] for n in notes])",
         "for n in notes:\n    apis.todoist.create_task(project_id=project['project_id'], title=n['title'], "
         "access_token=todoist_token)",
         COMPLETE,
-    ], asks_answer=False),
+    ), asks_answer=False),
 }  # fmt: skip
 
 
