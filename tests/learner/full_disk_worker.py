@@ -60,6 +60,7 @@ def main() -> None:
     same = all(torch.equal(fresh.trainable_state()[k], v) for k, v in saved.items())
     out.write_text(json.dumps({"error": error, "largest": largest.name, "extra": extra, "same": same}))
     if dist.is_initialized():
+        dist.barrier()  # both ranks leave together (see worker.py)
         dist.destroy_process_group()
 
 
