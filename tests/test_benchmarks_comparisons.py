@@ -25,7 +25,8 @@ def _trl_side():
 
 def test_trl_compare_our_config_matches_the_trl_side(tmp_path):
     for case in trl_compare.CASES:
-        cfg = compose(trl_compare.our_overrides(tmp_path / "model", tmp_path / "run", 4, case))
+        cfg = compose(trl_compare.our_overrides(tmp_path / "model", tmp_path / "run", 4, case, "bf16"))
+        assert cfg.learner.precision == "bf16" and cfg.algorithm.sampler_logprobs_if_agree
         assert cfg.env.turn_schedule.max_turns == case.turns and cfg.env.name == "bundled"
         assert cfg.algorithm.rollouts_per_task == trl_compare.GROUP_SIZE
         assert cfg.algorithm.tasks_per_iteration == trl_compare.TASKS_PER_GENERATION

@@ -181,7 +181,7 @@ def main(spec_path: str) -> None:
     args = GRPOConfig(
         output_dir=spec["output_dir"],
         use_cpu=True,
-        bf16=False,
+        bf16=bool(spec.get("bf16", False)),  # autocast on CPU, as `--precision bf16` gives ours
         fp16=False,
         report_to=[],
         save_strategy="no",
