@@ -13,7 +13,7 @@ from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.data_builder.templates import ALL_TEMPLATES
 from loop_agents.envs.appworld.demos.episodes import played_episodes, scenario_families
 from loop_agents.envs.appworld.demos.noise import NOISE_KINDS, noisy_cells
-from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells
+from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells, written_value
 from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
 from loop_agents.envs.appworld.splits import available_splits, scenario_of, split_task_ids
 from loop_agents.orchestration.environments import demonstrations, make_agent
@@ -52,8 +52,10 @@ def test_a_noisy_variant_differs_in_exactly_one_mistake(template: str) -> None:
                 kind,
                 changed,
             )  # the first cell is never the mistake
-    values = [repr(v) for v in PUBLIC[template].values()]
+    values = [written_value(slot, v) for slot, v in PUBLIC[template].items()]
     assert all(value in clean[0] and value not in "".join(clean[1:]) for value in values)  # each written once
+    if template == "todoist_complete_due":  # a date as the instruction words it, converted in the cell
+        assert "cutoff = 'May 1, 2023'" in clean[0] and "2023-05-01" not in "".join(clean)
     with pytest.raises(KeyError, match="no scripted solution"):
         clean_cells("spotify_playlist_minutes", {})
 

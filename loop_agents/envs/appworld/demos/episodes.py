@@ -22,7 +22,7 @@ from typing import Any
 from loop_agents.envs.appworld.apps import APP_DESCRIPTIONS
 from loop_agents.envs.appworld.config import REPO_ROOT, AppWorldConfig
 from loop_agents.envs.appworld.demos.noise import NOISE_KINDS, noisy_cells
-from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells, script_for
+from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells, script_for, written_value
 from loop_agents.envs.appworld.splits import scenario_of, split_task_ids
 
 MANIFEST = "loop_agents_manifest.json"
@@ -127,7 +127,7 @@ def task_info(root: Path, task_id: str) -> dict[str, Any]:
 
 def task_literals(root: Path, task_id: str) -> list[str]:
     """How the task's own values (its family's slots: a tag, a name, a date, an amount ...) are spelled in
-    its scripted cells (`repr`), e.g. `'Tariq Fontaine'`, `'2023-05-22'`, `27.75`."""
+    its scripted cells (`written_value`), e.g. `'Tariq Fontaine'`, `'May 22, 2023'`, `27.75`."""
     script = script_for(scenario_families(root)[scenario_of(task_id)])
     public = _task_file(root, task_id, "ground_truth/public_data.json")
-    return [repr(public[slot]) for slot in script.slots]
+    return [written_value(slot, public[slot]) for slot in script.slots]

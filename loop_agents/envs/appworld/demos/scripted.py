@@ -14,6 +14,7 @@ Cells print only short outputs, so no observation is cut.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 _ALL_TASKS = (
@@ -40,11 +41,30 @@ _TAGGED = "notes = apis.simple_note.search_notes(access_token=simple_note_token,
 
 # The variable each slot's value is assigned to (`friend`, `project` and `note` name the found records).
 VARIABLES = {"friend": "friend_name", "project": "project_name", "note": "description"}
+# Date slots (ISO in public_data) are written as the instruction words them ('April 26, 2023') and converted to
+# ISO in the cell: the policy copies the instruction's words instead of converting a date in its head (the 0.6 M
+# model wrote '2023-04-22' for "April 26, 2023" with the right tag and code around it; issue 19).
+DATE_SLOTS = frozenset({"cutoff", "since"})
+INSTRUCTION_DATE_FORMAT = (
+    "%B %-d, %Y"  # the data builder's templates (strftime); strptime reads it as "%B %d, %Y"
+)
+
+
+def written_value(slot: str, value: Any) -> str:
+    """How a slot's value is spelled in the first cell: `repr` of the value, dates in the instruction's words."""
+    if slot in DATE_SLOTS:
+        return repr(date.fromisoformat(value).strftime(INSTRUCTION_DATE_FORMAT))
+    return repr(value)
 
 
 def values_lines(slots: tuple[str, ...], values: dict[str, Any]) -> list[str]:
-    """`tag = 'travel'`, one line per slot, in the slots' order."""
-    return [f"{VARIABLES.get(slot, slot)} = {values[slot]!r}" for slot in slots]
+    """`tag = 'travel'`, one line per slot in the slots' order; date slots then become ISO dates."""
+    lines = [f"{VARIABLES.get(slot, slot)} = {written_value(slot, values[slot])}" for slot in slots]
+    dates = [slot for slot in slots if slot in DATE_SLOTS]
+    if not dates:
+        return lines
+    conversions = [f"{slot} = datetime.strptime({slot}, '%B %d, %Y').strftime('%Y-%m-%d')" for slot in dates]
+    return ["from datetime import datetime", *lines, *conversions]
 
 
 def login_cell(*apps: str) -> str:
