@@ -5,7 +5,8 @@ Two measures on the self-made AppWorld data (the scripts know each task's values
   the tokens that spell the values, of the first token after each value's opening quote (the choice of the
   value; the rest is mostly completion), and the share of episodes whose value tokens are all right;
 - `--run DIR`: in a training run's saved evaluation episodes (`eval/<split>/iter_*.jsonl`), the share of the
-  task's values that appear verbatim in the code the policy wrote, per evaluated iteration, beside its TGC.
+  task's values that appear verbatim in the code the policy wrote, per evaluated iteration, beside its TGC and
+  the success rate of each scenario family (which families RL added or lost).
 
 Usage: .venv/bin/python benchmarks/appworld_value_copying.py --root <data root> [--model DIR] [--run DIR]
 """
@@ -55,25 +56,40 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
             "episodes_all_values_top1": episodes_right / n}  # fmt: skip
 
 
-def copied_in_run(run_dir: Path, root: Path, split: str) -> list[dict[str, float]]:
-    from loop_agents.envs.appworld.demos.episodes import task_literals
+def value_spellings(root: Path, family: str, task_id: str) -> list[set[str]]:
+    """Per value of the task, the spellings that count as copied: as the scripts write it (a date in the
+    instruction's words since 2026-11-26) or its `repr` (the ISO date the earlier scripts wrote)."""
+    from loop_agents.envs.appworld.demos.scripted import script_for, written_value
 
+    public = json.loads((root / "data" / "tasks" / task_id / "ground_truth" / "public_data.json").read_text())
+    return [{written_value(slot, public[slot]), repr(public[slot])} for slot in script_for(family).slots]
+
+
+def copied_in_run(run_dir: Path, root: Path, split: str) -> list[dict[str, float]]:
+    from loop_agents.envs.appworld.demos.episodes import scenario_families
+    from loop_agents.envs.appworld.splits import scenario_of
+
+    families = scenario_families(root)
     rows = []
     for path in sorted((run_dir / "eval" / split).glob("iter_*.jsonl")):
         episodes = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         values = copied = all_copied = 0
+        by_family: dict[str, list[bool]] = {}
         for episode in episodes:
+            family = families[scenario_of(episode["task_id"])]
+            by_family.setdefault(family, []).append(bool(episode["success"]))
             code = "\n".join(m["content"] for m in episode["messages"] if m["role"] == "assistant")
-            literals = task_literals(root, episode["task_id"])
-            hits = sum(literal in code for literal in literals)
+            spellings = value_spellings(root, family, episode["task_id"])
+            hits = sum(any(spelling in code for spelling in value) for value in spellings)
             values, copied, all_copied = (
-                values + len(literals),
+                values + len(spellings),
                 copied + hits,
-                all_copied + (hits == len(literals)),
+                all_copied + (hits == len(spellings)),
             )
         rows.append({"iteration": int(path.stem.split("_")[1]), "values_copied": copied / values,
                      "episodes_all_copied": all_copied / len(episodes),
-                     "tgc": sum(e["success"] for e in episodes) / len(episodes)})  # fmt: skip
+                     "tgc": sum(e["success"] for e in episodes) / len(episodes),
+                     "success_by_family": {f: sum(v) / len(v) for f, v in sorted(by_family.items())}})  # fmt: skip
     return rows
 
 
