@@ -12,6 +12,9 @@ logged as a warning with the measured difference and keeps the recompute until a
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
+
+import torch
 
 log = logging.getLogger(__name__)
 
@@ -53,3 +56,40 @@ class SamplerLogprobTrust:
 
     def record_sampler_iteration(self) -> None:
         self.trusted_iterations += 1
+
+
+def old_logprobs(
+    items: Sequence,
+    forward: Callable[[], list[torch.Tensor]],
+    trust: SamplerLogprobTrust,
+    *,
+    recompute: bool,
+    check_sampler: bool,
+    iteration: int,
+    is_main: bool,
+) -> tuple[list[torch.Tensor], dict[str, float]]:
+    """π_old per item (its trainable tokens) and the metrics of how it was obtained.
+
+    `forward()` recomputes with the learner's current weights (LOOP); without `recompute` the items'
+    `sample_logprobs` are used (async mode). With `check_sampler` (and `recompute`) every recompute is
+    compared with the sampler's log-probs and, once they agree, the sampler's stand in (see the module)."""
+    checked = recompute and check_sampler
+    if recompute and (not checked or trust.should_recompute()):
+        old = forward()
+        diffs = (
+            torch.cat([(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True)])
+            if items
+            else torch.zeros(1)
+        )
+        metrics = {
+            "recompute/abs_logprob_diff_mean": float(diffs.mean()),
+            "recompute/abs_logprob_diff_max": float(diffs.max()),
+        }
+        if checked:
+            trust.record_check(float(diffs.max()), iteration, is_main)
+            metrics["old_logprobs/from_sampler"] = 0.0
+        return old, metrics
+    if checked:
+        trust.record_sampler_iteration()
+        return [it.sample_logprobs for it in items], {"old_logprobs/from_sampler": 1.0}
+    return [it.sample_logprobs for it in items], {}

@@ -36,7 +36,7 @@ from loop_agents.algorithms.losses.ppo_clip import ppo_clip_losses
 from loop_agents.algorithms.losses.ratio import segment_log_ratio
 from loop_agents.algorithms.losses.sft import sft_losses
 from loop_agents.algorithms.losses.value import value_losses
-from loop_agents.learner.batching import PackedBatch, balanced_assignment, epoch_order, micro_batches, pack
+from loop_agents.learner.batching import PackedBatch, epoch_order, pack
 from loop_agents.learner.config import LearnerConfig
 from loop_agents.learner.distributed import (
     DistContext,
@@ -46,10 +46,11 @@ from loop_agents.learner.distributed import (
 )
 from loop_agents.learner.learner_checkpoint import LearnerCheckpointing
 from loop_agents.learner.model import TokenOutputs, load_policy
-from loop_agents.learner.old_logprobs import SamplerLogprobTrust
+from loop_agents.learner.old_logprobs import SamplerLogprobTrust, old_logprobs
 from loop_agents.learner.precision import autocast_dtype
-from loop_agents.learner.prefix_sharing import prefix_micro_batches, shareable_prefix
+from loop_agents.learner.rank_plan import rank_plan
 from loop_agents.learner.scheduler import make_scheduler
+from loop_agents.learner.step_metrics import mean_step_metrics
 from loop_agents.learner.train_items import TrainItem, prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 
@@ -139,55 +140,18 @@ class Learner(LearnerCheckpointing):
             log.info(message + " (logged once)")
 
     def _rank_plan(self, items: list[TrainItem], indices: list[int]) -> tuple[list[list[int]], list[int]]:
-        """This rank's micro-batches for `indices`, and per micro-step the shared prefix length (0 = unshared).
-
-        The prefix list is as long as the most micro-steps any rank runs (the rest are dummies). Under FSDP
-        with several ranks a step shares only if every rank's micro-batch of that step does, so all ranks
-        make the same number of decoder passes (their all-gathers stay in lockstep); a dummy of a shared
-        step gets prefix 1 (_dummy_batch(shared=True))."""
-        lengths = {i: len(items[i].token_ids) for i in indices}
-        dense = [lengths.get(i, 0) for i in range(max(indices) + 1)] if indices else []
-        per_rank = balanced_assignment(indices, dense, self.ctx.world_size)
-        mode, min_tokens = self.share_mode, self.cfg.share_prefix_min_tokens
-        if mode == "off":
-            plans = [micro_batches(r, dense, self.cfg.micro_token_budget) for r in per_rank]
-            return plans[self.ctx.rank], [0] * max(len(p) for p in plans)
-        token_ids = {i: items[i].token_ids for i in indices}
-        budget = self.cfg.micro_token_budget
-        plans = [prefix_micro_batches(r, token_ids, budget, mode, min_tokens) for r in per_rank]
-        prefixes = [
-            [shareable_prefix([token_ids[i] for i in mb], mode, min_tokens) for mb in p] for p in plans
-        ]
-        for plan, plan_prefixes in zip(plans, prefixes, strict=True):
-            for mb, prefix in zip(plan, plan_prefixes, strict=True):
-                if len(mb) > 1 and prefix == 0:
-                    shared = [token_ids[i] for i in mb]
-                    self._log_once(
-                        "unshared",
-                        f"learner.share_prefix={mode}: a micro-batch of {len(mb)} trajectories shares fewer than "
-                        f"{1 if mode == 'on' else min_tokens} leading tokens (lengths "
-                        f"{[len(t) for t in shared]}): computed unshared",
-                    )
-        for r, plan_prefixes in enumerate(prefixes):
-            if not any(
-                plan_prefixes
-            ):  # nothing shared on this rank: the plain plan, summation order included
-                plans[r] = micro_batches(per_rank[r], dense, budget)
-                prefixes[r] = [0] * len(plans[r])
-        steps = max(len(p) for p in plans)
-        mine = prefixes[self.ctx.rank] + [0] * (steps - len(plans[self.ctx.rank]))
-        if not (self.fsdp and self.ctx.world_size > 1):
-            return plans[self.ctx.rank], mine
-        lockstep = []
-        for k in range(steps):
-            shared = all(p[k] > 0 for p in prefixes if k < len(p))
-            if not shared and any(k < len(p) and p[k] > 0 for p in prefixes):
-                self._log_once(
-                    "lockstep",
-                    "learner.share_prefix: a step whose micro-batch is unshared on one rank runs unshared on all ranks",
-                )
-            lockstep.append((mine[k] if k < len(plans[self.ctx.rank]) else 1) if shared else 0)
-        return plans[self.ctx.rank], lockstep
+        """This rank's micro-batches of `indices` and per micro-step the shared prefix (rank_plan.py)."""
+        return rank_plan(
+            [it.token_ids for it in items],
+            indices,
+            world_size=self.ctx.world_size,
+            rank=self.ctx.rank,
+            lockstep=self.fsdp and self.ctx.world_size > 1,
+            mode=self.share_mode,
+            min_tokens=self.cfg.share_prefix_min_tokens,
+            budget=self.cfg.micro_token_budget,
+            log_once=self._log_once,
+        )
 
     @torch.no_grad()
     def _forward_all(
@@ -388,26 +352,15 @@ class Learner(LearnerCheckpointing):
         old: list[torch.Tensor] = []
         recompute = {}
         if not is_sft:
-            checked = self.cfg.recompute_old_logprobs and self.cfg.sampler_logprobs_if_agree
-            if self.cfg.recompute_old_logprobs and (not checked or self.sampler_trust.should_recompute()):
-                old, _ = self._forward_all(items)
-                diffs = (
-                    torch.cat([(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True)])
-                    if items
-                    else torch.zeros(1)
-                )
-                recompute = {
-                    "recompute/abs_logprob_diff_mean": float(diffs.mean()),
-                    "recompute/abs_logprob_diff_max": float(diffs.max()),
-                }
-                if checked:
-                    self.sampler_trust.record_check(float(diffs.max()), self.iteration, self.ctx.is_main)
-                    recompute["old_logprobs/from_sampler"] = 0.0
-            else:
-                old = [it.sample_logprobs for it in items]
-                if checked:
-                    self.sampler_trust.record_sampler_iteration()
-                    recompute["old_logprobs/from_sampler"] = 1.0
+            old, recompute = old_logprobs(
+                items,
+                lambda: self._forward_all(items)[0],
+                self.sampler_trust,
+                recompute=self.cfg.recompute_old_logprobs,
+                check_sampler=self.cfg.sampler_logprobs_if_agree,
+                iteration=self.iteration,
+                is_main=self.ctx.is_main,
+            )
         ref = self._forward_all(items, base_model=True)[0] if alg.kl_coef > 0 and not is_sft else None
         old_values = None
         if alg.value_clip is not None and alg.advantage_estimator == "gae":
@@ -448,21 +401,5 @@ class Learner(LearnerCheckpointing):
             "iteration_seconds": time.perf_counter() - start,
             **stats,
             **recompute,
-            **_mean_step_metrics(steps),
+            **mean_step_metrics(steps),
         }
-
-
-def _mean_step_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
-    """Per-step metrics of an iteration: plain means, token-weighted means for per-token rates."""
-    if not steps:
-        return {}
-    tokens = max(sum(s["trained_tokens"] for s in steps), 1.0)
-    metrics = {key: sum(s[key] for s in steps) / len(steps) for key in ("loss", "grad_norm", "value_loss")}
-    for key in ("clip_fraction", "kl_old_k3", "kl_ref_k3", "entropy"):
-        if key in steps[0]:
-            metrics[key] = sum(s[key] * s["trained_tokens"] for s in steps) / tokens
-    metrics["grad_norm_max"] = max(s["grad_norm"] for s in steps)
-    metrics["num_skipped_nonfinite"] = sum(s["skipped_nonfinite"] for s in steps)
-    metrics["num_high_kl"] = sum(s["high_kl"] for s in steps)
-    metrics["kl_old_per_trajectory_max"] = max(s["kl_old_per_trajectory"] for s in steps)
-    return metrics
