@@ -60,6 +60,27 @@ def test_a_noisy_variant_differs_in_exactly_one_mistake(template: str) -> None:
         clean_cells("spotify_playlist_minutes", {})
 
 
+# The longest spellings the data builder draws: a September date, a two-word name, a cent amount, long titles.
+LONG_VALUES = {"tag": "recipes", "cutoff": "2023-09-28", "since": "2023-09-28", "friend": "Amara Haddad",
+               "amount": 1151.34, "note": "book club snacks", "priority": "high", "project": "Side project",
+               "title": "Conference talks", "line": "Call mom on Sunday"}  # fmt: skip
+
+
+@pytest.mark.parametrize("experiment", ["appworld_demo", "debug"])
+def test_every_scripted_cell_fits_the_presets_generation_budget(experiment, tiny_model_dir) -> None:
+    """A cell the policy must write longer than `llm.max_new_tokens` is cut before its closing fence, and the
+    turn is lost ("no complete Python code block"): the date-converting first cells (~180 tokens) were, once."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    budget = compose([f"experiment={experiment}"]).llm.max_new_tokens
+    for family in SCRIPTS:
+        for cell in clean_cells(family, LONG_VALUES):
+            message = f"```python\n{cell}\n```<|im_end|>"
+            assert len(tokenizer(message)["input_ids"]) <= budget - 16, (
+                family,
+                cell,
+            )  # room for a longer value
+
+
 @pytest.mark.slow  # builds AppWorld data and runs the engine in the AppWorld venv
 def test_scripted_episodes_pass_the_engines_tests_and_noisy_ones_fail(appworld_root) -> None:
     config = AppWorldConfig(root=str(appworld_root))
