@@ -19,9 +19,6 @@ recreated and its evaluation submitted again. Each actor's pid is kept in `logs/
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,11 +27,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from loop_agents.orchestration.best_checkpoint import record_evaluation
+from loop_agents.orchestration.actor_pids import ActorPids
+from loop_agents.orchestration.cluster_evaluations import ClusterEvaluations
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.ray_session import init_ray
-
-MAX_EVAL_ATTEMPTS = 3  # evaluators one evaluation may use up before it is given up
 
 
 class ActorRestartsExhausted(RuntimeError):
@@ -54,7 +50,7 @@ class Collection:
     ref: Any  # the ObjectRef of the current submission
 
 
-class Cluster:
+class Cluster(ClusterEvaluations):
     """Owns the actors of one run; every method is called by the driver (rank 0)."""
 
     def __init__(self, cfg: DictConfig, model_path: str, run_dir: Path):
@@ -79,17 +75,16 @@ class Cluster:
         ]  # fmt: skip
         self.max_actor_restarts = int(cfg.run.max_actor_restarts)
         self.restarts = {"rollout_worker": 0, "inference": 0, "evaluator": 0}
-        self._pids: dict[str, int] = {}
-        self._pending_pids: dict[str, Any] = {}  # role -> ObjectRef of its pid (actor still starting)
+        self.pids = ActorPids(run_dir)
         self.servers = [self._server_cls.remote(*args) for args in self._server_args]
         self.urls = ray.get([s.start.remote() for s in self.servers])
         for index, server in enumerate(self.servers):
-            self._note_pid(f"inference_{index}", server)
+            self.pids.note(f"inference_{index}", server)
         self.worker = self._new_worker(note_pid=False)  # both start at once; their pids are noted below
         self.evaluator = self._new_evaluator() if cfg.eval.enabled else None
-        self._note_pid("rollout_worker", self.worker)
+        self.pids.note("rollout_worker", self.worker)
         if self.evaluator is not None:
-            self._note_pid("evaluator", self.evaluator)
+            self.pids.note("evaluator", self.evaluator)
         self.adapter: str | None = None
         self._adapter_path: str | None = None
         self._version = 0
@@ -125,48 +120,13 @@ class Cluster:
     def _new_worker(self, note_pid: bool = True):
         worker = self._worker_cls.remote(self._cfg_container, self.model_path, self.urls)
         if note_pid:
-            self._note_pid("rollout_worker", worker)
+            self.pids.note("rollout_worker", worker)
         return worker
 
     def _new_evaluator(self):
         """A new evaluator actor; its caller notes the pid (at start-up once the worker's is noted, after a
         death without waiting for the construction)."""
         return self._worker_cls.remote(self._cfg_container, self.model_path, self.urls, evaluation=True)
-
-    def _note_pid(self, role: str, actor, wait: bool = True) -> None:
-        """Record the actor's process id in `logs/actors.json` (diagnostics; fault tests kill by it).
-
-        `wait=False` records it once the actor is up (`_note_started_pids`): a replacement evaluator may take
-        minutes to construct on a busy machine, and training must not wait for it."""
-        import ray
-
-        ref = actor.__ray_call__.remote(lambda _self: os.getpid())
-        if not wait:
-            self._pending_pids[role] = ref
-            return
-        self._pending_pids.pop(role, None)
-        self._pids[role] = ray.get(ref)
-        self._write_pids()
-
-    def _note_started_pids(self) -> None:
-        """Record the pids of the actors noted with `wait=False` that have started since."""
-        import ray
-
-        for role, ref in list(self._pending_pids.items()):
-            if ray.wait([ref], timeout=0)[0]:
-                del self._pending_pids[role]
-                try:
-                    self._pids[role] = ray.get(ref)
-                except ray.exceptions.RayActorError:
-                    continue  # died before it started: its replacement notes its own pid
-                self._write_pids()
-
-    def _write_pids(self) -> None:
-        path = self.run_dir / "logs" / "actors.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(".tmp")
-        temp.write_text(json.dumps(self._pids))
-        temp.replace(path)
 
     def _spend_restart(self, role: str, what: str, err: Exception) -> int:
         """Count one restart of `role`; raise ActorRestartsExhausted past `run.max_actor_restarts`."""
@@ -260,7 +220,7 @@ class Cluster:
             except ray.exceptions.RayActorError as again:  # died again while starting
                 err = again
         self.servers[index], self.urls[index] = server, url
-        self._note_pid(f"inference_{index}", server)
+        self.pids.note(f"inference_{index}", server)
         for actor in (self.worker, self.evaluator):
             if actor is not None:
                 try:
@@ -333,100 +293,6 @@ class Cluster:
             for name in sorted(set(self._retained) - set(self._collecting.values())):
                 self._on_servers(lambda s, name=name: s.unload_adapter.remote(name))
                 del self._retained[name]
-
-    def submit_eval(self, checkpoint: Path, iteration: int, max_turns: int) -> None:
-        """Start evaluating `checkpoint`'s adapter in the background (served as `eval-<iteration>`).
-
-        The adapter is copied aside first: checkpoint pruning may delete the checkpoint before the
-        evaluation ends, and the copy becomes `checkpoints/best/` if it scores best.
-        """
-        if self.evaluator is None:
-            return
-        name = f"eval-{iteration}"
-        adapter = self.run_dir / "eval_adapters" / f"iter_{iteration:06d}"
-        shutil.rmtree(adapter, ignore_errors=True)
-        shutil.copytree(Path(checkpoint) / "adapter", adapter)
-        self._on_servers(lambda s: s.load_adapter.remote(str(adapter), name))
-        self._extras[name] = str(adapter)
-        self._start_eval(iteration, Path(checkpoint), max_turns, attempt=1)
-
-    def _start_eval(self, iteration: int, checkpoint: Path, max_turns: int, attempt: int) -> None:
-        """Run the evaluation of `eval-<iteration>` (its adapter is loaded on the servers) on the evaluator."""
-        ref = self.evaluator.evaluate.remote(
-            self.cfg.eval.split,
-            f"eval-{iteration}",
-            self.cfg.eval.max_tasks,
-            self.cfg.eval.runs_per_task,
-            max_turns,
-        )
-        self._evals[iteration] = (ref, self.evaluator, checkpoint, max_turns, attempt)
-
-    def finished_evals(self, wait: bool = False) -> list[tuple[int, dict[str, float]]]:
-        """Evaluations that have finished (all of them if `wait`); a crashed evaluator is replaced and
-        its evaluations resubmitted."""
-        import ray
-
-        done = []
-        self._note_started_pids()
-        while True:
-            if self._evals:
-                self.check_servers()  # a dead server is replaced, so evaluation episodes retry on the new one
-            for iteration in sorted(self._evals):
-                ref, evaluator, checkpoint, max_turns, attempt = self._evals[iteration]
-                ready, _ = ray.wait([ref], timeout=0.5 if wait else 0)
-                if not ready:
-                    continue
-                del self._evals[iteration]
-                try:
-                    trajectories, metrics = ray.get(ref)
-                except ray.exceptions.RayActorError as err:
-                    self._evaluator_died(evaluator, iteration, checkpoint, max_turns, attempt, err)
-                    continue
-                from loop_agents.orchestration.run_log import RunLog
-
-                RunLog(self.run_dir).save_rollouts(
-                    trajectories, iteration, name=f"eval/{self.cfg.eval.split}"
-                )
-                metrics["eval/iteration"] = iteration
-                metrics["eval/attempts"] = attempt
-                record_evaluation(self.run_dir, checkpoint, iteration, metrics, self.cfg.eval.best_metric)
-                self._unload(f"eval-{iteration}")
-                done.append((iteration, metrics))
-            if not wait or not self._evals:  # with `wait`, also the evaluations resubmitted above
-                return done
-
-    def _evaluator_died(
-        self, evaluator, iteration: int, checkpoint: Path, max_turns: int, attempt: int, err: Exception
-    ) -> None:
-        """Replace a dead evaluator (once per death) and run its missed evaluations again on the new one.
-
-        The adapter under evaluation stays loaded on the servers and its copy under `eval_adapters/`
-        is kept, so the rerun works even if the checkpoint was pruned meanwhile. An evaluation that
-        killed `MAX_EVAL_ATTEMPTS` evaluators is given up (logged), so training never loops on it.
-        """
-        restart = ""
-        if self.evaluator is evaluator:  # not yet replaced for an earlier evaluation of the same death
-            used = self._restart("evaluator", "evaluator", err)
-            self.evaluator = self._new_evaluator()
-            self._note_pid("evaluator", self.evaluator, wait=False)
-            restart = f"restart {used} of run.max_actor_restarts={self.max_actor_restarts}: "
-        print(
-            f"[cluster] evaluator died during the evaluation of iteration {iteration} (attempt {attempt}): "
-            f"{type(err).__name__}; {restart}running it again on a new evaluator",
-            flush=True,
-        )
-        if attempt >= MAX_EVAL_ATTEMPTS:
-            print(
-                f"[cluster] evaluation of iteration {iteration} given up after {attempt} attempts", flush=True
-            )
-            self._unload(f"eval-{iteration}")
-            shutil.rmtree(self.run_dir / "eval_adapters" / f"iter_{iteration:06d}", ignore_errors=True)
-            return
-        self._start_eval(iteration, checkpoint, max_turns, attempt + 1)
-
-    def _unload(self, name: str) -> None:
-        self._extras.pop(name, None)
-        self._on_servers(lambda s: s.unload_adapter.remote(name))
 
     def shutdown(self) -> None:
         import ray

@@ -22,7 +22,8 @@ def test_an_evaluation_that_kills_three_evaluators_is_given_up(tiny_model_dir, t
     pytest.importorskip("vllm")
     import ray
 
-    from loop_agents.orchestration.cluster import MAX_EVAL_ATTEMPTS, Cluster
+    from loop_agents.orchestration.cluster import Cluster
+    from loop_agents.orchestration.cluster_evaluations import MAX_EVAL_ATTEMPTS
 
     cfg = compose(
         [
