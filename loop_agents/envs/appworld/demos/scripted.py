@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from loop_agents.envs.appworld.data_builder.templates.base import INSTRUCTION_DATE_FORMAT
+
 _ALL_TASKS = (
     "tasks = []\n"
     "for p in apis.todoist.show_projects(access_token=todoist_token, page_limit=20):\n"
@@ -45,9 +47,6 @@ VARIABLES = {"friend": "friend_name", "project": "project_name", "note": "descri
 # ISO in the cell: the policy copies the instruction's words instead of converting a date in its head (the 0.6 M
 # model wrote '2023-04-22' for "April 26, 2023" with the right tag and code around it; issue 19).
 DATE_SLOTS = frozenset({"cutoff", "since"})
-INSTRUCTION_DATE_FORMAT = (
-    "%B %-d, %Y"  # the data builder's templates (strftime); strptime reads it as "%B %d, %Y"
-)
 
 
 def written_value(slot: str, value: Any) -> str:
@@ -63,6 +62,7 @@ def values_lines(slots: tuple[str, ...], values: dict[str, Any]) -> list[str]:
     dates = [slot for slot in slots if slot in DATE_SLOTS]
     if not dates:
         return lines
+    # strptime has no %-d; its %d reads "3" and "26" alike
     conversions = [f"{slot} = datetime.strptime({slot}, '%B %d, %Y').strftime('%Y-%m-%d')" for slot in dates]
     return ["from datetime import datetime", *lines, *conversions]
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from loop_agents.envs.appworld.data_builder.spec import TaskContent, UnitTest
 from loop_agents.envs.appworld.data_builder.task_writer import World
 
+# How an instruction words a date ("April 26, 2023"); the scripted demonstrations copy it in these words too.
+INSTRUCTION_DATE_FORMAT = "%B %-d, %Y"
+
 
 @dataclass(frozen=True)
 class Template:

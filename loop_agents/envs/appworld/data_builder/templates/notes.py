@@ -8,6 +8,7 @@ from loop_agents.envs.appworld.data_builder.spec import TaskContent, UnitTest
 from loop_agents.envs.appworld.data_builder.task_writer import World
 from loop_agents.envs.appworld.data_builder.templates.base import (
     ANSWER_TEST,
+    INSTRUCTION_DATE_FORMAT,
     NO_ANSWER_TEST,
     NO_CHANGE_TEST,
     Template,
@@ -148,7 +149,7 @@ def delete_old_tagged(world: World, variant: int) -> TaskContent:
     return TaskContent(
         instruction=(
             f"Delete all my Simple Note notes tagged '{tag}' that were created before "
-            f"{cutoff.strftime('%B %-d, %Y')}."
+            f"{cutoff.strftime(INSTRUCTION_DATE_FORMAT)}."
         ),
         answer=None,
         tests=[NO_ANSWER_TEST, removed_right, nothing_else, only_changed_test(["simple_note.Note"])],

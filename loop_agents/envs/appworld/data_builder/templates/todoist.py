@@ -8,6 +8,7 @@ from loop_agents.envs.appworld.data_builder.spec import TaskContent, UnitTest
 from loop_agents.envs.appworld.data_builder.task_writer import World
 from loop_agents.envs.appworld.data_builder.templates.base import (
     ANSWER_TEST,
+    INSTRUCTION_DATE_FORMAT,
     NO_ANSWER_TEST,
     NO_CHANGE_TEST,
     Template,
@@ -133,7 +134,7 @@ def complete_due(world: World, variant: int) -> TaskContent:
     return TaskContent(
         instruction=(
             f"Mark every incomplete task in my Todoist project '{name}' that is due on or before "
-            f"{cutoff.strftime('%B %-d, %Y')} as completed."
+            f"{cutoff.strftime(INSTRUCTION_DATE_FORMAT)} as completed."
         ),
         answer=None,
         tests=[

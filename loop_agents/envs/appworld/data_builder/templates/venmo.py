@@ -8,6 +8,7 @@ from loop_agents.envs.appworld.data_builder.spec import TaskContent, UnitTest
 from loop_agents.envs.appworld.data_builder.task_writer import World
 from loop_agents.envs.appworld.data_builder.templates.base import (
     ANSWER_TEST,
+    INSTRUCTION_DATE_FORMAT,
     NO_ANSWER_TEST,
     NO_CHANGE_TEST,
     Template,
@@ -118,7 +119,7 @@ def total_received(world: World, variant: int) -> TaskContent:
     return TaskContent(
         instruction=(
             f"How much money in total, in dollars, has {friend.full_name} sent me on Venmo since "
-            f"{since.strftime('%B %-d, %Y')} (inclusive)?"
+            f"{since.strftime(INSTRUCTION_DATE_FORMAT)} (inclusive)?"
         ),
         answer=answer,
         tests=[ANSWER_TEST, NO_CHANGE_TEST],
