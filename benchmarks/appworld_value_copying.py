@@ -59,10 +59,13 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
 def value_spellings(root: Path, family: str, task_id: str) -> list[set[str]]:
     """Per value of the task, the spellings that count as copied: as the scripts write it (a date in the
     instruction's words since 2026-11-26) or its `repr` (the ISO date the earlier scripts wrote)."""
-    from loop_agents.envs.appworld.demos.scripted import script_for, written_value
+    from loop_agents.envs.appworld.demos.episodes import task_values
+    from loop_agents.envs.appworld.demos.scripted import written_value
 
-    public = json.loads((root / "data" / "tasks" / task_id / "ground_truth" / "public_data.json").read_text())
-    return [{written_value(slot, public[slot]), repr(public[slot])} for slot in script_for(family).slots]
+    return [
+        {written_value(slot, value), repr(value)}
+        for slot, value in task_values(root, task_id, family).items()
+    ]
 
 
 def copied_in_run(run_dir: Path, root: Path, split: str) -> list[dict[str, float]]:

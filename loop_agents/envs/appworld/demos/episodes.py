@@ -125,9 +125,15 @@ def task_info(root: Path, task_id: str) -> dict[str, Any]:
             "datetime": specs["datetime"], "app_descriptions": dict(APP_DESCRIPTIONS)}  # fmt: skip
 
 
-def task_literals(root: Path, task_id: str) -> list[str]:
-    """How the task's own values (its family's slots: a tag, a name, a date, an amount ...) are spelled in
-    its scripted cells (`written_value`), e.g. `'Tariq Fontaine'`, `'May 22, 2023'`, `27.75`."""
-    script = script_for(scenario_families(root)[scenario_of(task_id)])
+def task_values(root: Path, task_id: str, family: str | None = None) -> dict[str, Any]:
+    """The task's own values (its family's slots: a tag, a name, a date, an amount ...) from its public data,
+    in the slots' order; `family` spares a read of the manifest where the caller knows it."""
+    script = script_for(family or scenario_families(root)[scenario_of(task_id)])
     public = _task_file(root, task_id, "ground_truth/public_data.json")
-    return [written_value(slot, public[slot]) for slot in script.slots]
+    return {slot: public[slot] for slot in script.slots}
+
+
+def task_literals(root: Path, task_id: str) -> list[str]:
+    """How the task's own values are spelled in its scripted cells (`written_value`), e.g. `'Tariq Fontaine'`,
+    `'May 22, 2023'`, `27.75`."""
+    return [written_value(slot, value) for slot, value in task_values(root, task_id).items()]
