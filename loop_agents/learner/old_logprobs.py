@@ -91,5 +91,4 @@ def old_logprobs(
         return old, metrics
     if checked:
         trust.record_sampler_iteration()
-        return [it.sample_logprobs for it in items], {"old_logprobs/from_sampler": 1.0}
-    return [it.sample_logprobs for it in items], {}
+    return [it.sample_logprobs for it in items], ({"old_logprobs/from_sampler": 1.0} if checked else {})

@@ -30,11 +30,8 @@ import torch
 
 from loop_agents.algorithms.aggregation import trajectory_weights
 from loop_agents.algorithms.config import AlgorithmConfig
-from loop_agents.algorithms.losses.gspo import gspo_losses
 from loop_agents.algorithms.losses.kl import k3_kl
-from loop_agents.algorithms.losses.ppo_clip import ppo_clip_losses
-from loop_agents.algorithms.losses.ratio import segment_log_ratio
-from loop_agents.algorithms.losses.sft import sft_losses
+from loop_agents.algorithms.losses.policy import policy_token_losses
 from loop_agents.algorithms.losses.value import value_losses
 from loop_agents.learner.batching import PackedBatch, epoch_order, pack
 from loop_agents.learner.config import LearnerConfig
@@ -191,23 +188,6 @@ class Learner(LearnerCheckpointing):
         return split(logprob_buf), (split(value_buf) if with_values else None)
 
     # ------------------------------------------------------------------ one optimizer step
-    def _token_losses(
-        self, batch: PackedBatch, num_items: int, logprobs: torch.Tensor, old: torch.Tensor, adv: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        alg = self.algorithm
-        if alg.loss == "sft":
-            return sft_losses(logprobs), torch.zeros_like(logprobs, dtype=torch.bool)
-        if alg.loss == "gspo":
-            return gspo_losses(
-                logprobs, old, adv, batch.item_of_token, num_items, alg.clip_low, alg.clip_high
-            )
-        log_ratio = logprobs - old
-        if alg.ratio_level == "turn":
-            log_ratio = segment_log_ratio(log_ratio, batch.turn_of_token, batch.num_turns)
-        elif alg.ratio_level == "trajectory":
-            log_ratio = segment_log_ratio(log_ratio, batch.item_of_token, num_items)
-        return ppo_clip_losses(log_ratio, adv, alg.clip_low, alg.clip_high, alg.clip_enabled)
-
     def _optimizer_step(
         self,
         items: list[TrainItem],
@@ -246,7 +226,10 @@ class Learner(LearnerCheckpointing):
             adv = torch.cat([items[i].advantages for i in mb]).to(dev)
             old_lp = cat(old) if old else torch.zeros_like(logprobs)
             w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
-            token_loss, clipped = self._token_losses(batch, len(mb), logprobs, old_lp, adv)
+            token_loss, clipped = policy_token_losses(
+                self.algorithm, logprobs, old_lp, adv, batch.item_of_token, len(mb), batch.turn_of_token,
+                batch.num_turns,
+            )  # fmt: skip
             objective = (w * token_loss).sum()
             if entropy is not None:  # bonus: maximise the aggregated entropy (verl: pg_loss - c * H)
                 objective = objective - alg.entropy_coef * (w * entropy).sum()
