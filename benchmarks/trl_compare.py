@@ -23,8 +23,9 @@ observation through the model's own chat template), the reward (the gem hunt gam
 one action, computed by the same code), group size 8, 16 prompts = 128 completions per generation,
 64 new tokens at most, temperature 1, top_p 1, LoRA r 8 / alpha 16 on all 7 projections, the learner's
 precision (`--precision fp32`, the default, or `bf16`: ours learner.precision=bf16, TRL bf16=True; both
-autocast, the sampler fp32 on CPU on both sides), lr, one pass in optimizer steps of 32 completions (4 per
-generation), no reference model (beta 0 / kl_coef 0), group-std scaled advantages, clip 0.2, GRPO
+autocast; TRL's HF generate runs through the accelerate-prepared forward, so under the same bf16 autocast,
+while our vLLM sampler stays fp32 on CPU, pinned in orchestration/inference_settings.py), lr, one pass in
+optimizer steps of 32 completions (4 per generation), no reference model (beta 0 / kl_coef 0), group-std scaled advantages, clip 0.2, GRPO
 token-mean-per-sequence loss, 2 torch threads (ours: 2 for vLLM and 2 for the learner, which never run at
 once in synchronous mode). Not matched, on purpose (issue 21, work not done twice): TRL recomputes the old
 log-probs before the steps (steps_per_generation > gradient accumulation); ours takes them from the sampler
@@ -379,7 +380,7 @@ if __name__ == "__main__":
         "--precision",
         choices=("fp32", "bf16"),
         default="fp32",
-        help="both sides: ours learner.precision, TRL bf16=True (autocast); the sampler stays fp32 on CPU",
+        help="both sides: ours learner.precision, TRL bf16=True (autocast, its generate included); our vLLM sampler stays fp32 on CPU",
     )
     parser.add_argument("--case", nargs="+", choices=[c.name for c in CASES], help="default: every case")
     args = parser.parse_args()
