@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loop_agents.eval.cli_args import UsageError
+from loop_agents.eval.evaluate_checkpoint import MANIFEST  # the output dir's manifest evaluate.py writes
 from loop_agents.rollout.trajectory import Trajectory
-
-MANIFEST = "evaluate_manifest.json"
 
 
 @dataclass
