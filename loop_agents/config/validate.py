@@ -29,6 +29,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "learner.overlong": ("drop", "truncate"),
     "learner.sft_target": ("lora", "full"),
     "learner.sft_attention": ("eager", "sdpa"),
+    "learner.sft_share_prefix": ("auto", "off"),
     "learner.share_prefix": ("auto", "on", "off"),
     "learner.precision": ("fp32", "bf16", "auto"),
     "logging.wandb_mode": ("offline", "online", "disabled"),

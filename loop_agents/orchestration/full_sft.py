@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from loop_agents.learner.prefix_sharing import shareable_prefix, shared_prefix_hidden
 from loop_agents.rollout.trajectory import Trajectory
 
 
@@ -27,6 +28,7 @@ def masked_token_nll(
     attention: torch.Tensor,
     labels: torch.Tensor,
     weights: torch.Tensor | None = None,
+    share_prefix_min_tokens: int = 0,
 ) -> torch.Tensor:
     """Weighted mean NLL of the labelled next tokens:
     Σ_{(b,t)∈M} w_{b,t+1} · (−log softmax(W h_{b,t})[labels_{b,t+1}]) / Σ_{(b,t)∈M} w_{b,t+1}.
@@ -35,8 +37,14 @@ def masked_token_nll(
     same way), but the vocabulary projection runs only at the positions M that have a label: in the demo's
     demonstrations 14 % of the tokens, and the projection is about a third of the 0.6 M model's compute.
     `weights[b, t]` weighs the label at position t (aligned with `labels`).
+    With `share_prefix_min_tokens` > 0, a batch whose rows share their first P >= that many tokens runs them
+    once (`shared_prefix_batch_hidden`): the same loss and gradients up to float summation order.
     """
-    hidden = model.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
+    prefix_len = batch_prefix(input_ids, attention, share_prefix_min_tokens)
+    if prefix_len:
+        hidden = shared_prefix_batch_hidden(model.model, input_ids, attention, prefix_len)
+    else:
+        hidden = model.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
     targets = labels[:, 1:]
     keep = targets != -100
     logits = model.lm_head(hidden[:, :-1][keep]).float()
@@ -45,6 +53,31 @@ def masked_token_nll(
     token_weights = weights[:, 1:][keep]
     nll = torch.nn.functional.cross_entropy(logits, targets[keep], reduction="none")
     return (token_weights * nll).sum() / token_weights.sum()
+
+
+def batch_prefix(input_ids: torch.Tensor, attention: torch.Tensor, min_tokens: int) -> int:
+    """P, the tokens every row of a right-padded batch starts with (each row keeps >= 1 own token), when it is
+    at least `min_tokens` (> 0); else 0: run the batch unshared."""
+    if min_tokens <= 0:
+        return 0
+    lengths = attention.sum(dim=1).tolist()
+    rows = [input_ids[row, :length].tolist() for row, length in enumerate(lengths)]
+    return shareable_prefix(rows, "auto", min_tokens)
+
+
+def shared_prefix_batch_hidden(
+    decoder, input_ids: torch.Tensor, attention: torch.Tensor, prefix_len: int
+) -> torch.Tensor:
+    """[B, W, H] last hidden states of a right-padded batch whose rows share their first `prefix_len` tokens:
+    the rows are packed and run by the learner's `shared_prefix_hidden` (one prefix forward, the suffixes on
+    its expanded cache), then put back in their padded places (padding positions hold zeros)."""
+    real = attention.bool()
+    lengths = attention.sum(dim=1)
+    positions = torch.cat([torch.arange(int(n)) for n in lengths])[None]
+    packed = shared_prefix_hidden(decoder, input_ids[real][None], positions, prefix_len)
+    hidden = packed.new_zeros(*input_ids.shape, packed.shape[-1])
+    hidden[real] = packed
+    return hidden
 
 
 def sft_full_weights(
@@ -56,11 +89,14 @@ def sft_full_weights(
     seed: int,
     pad_id: int,
     after_epoch: Callable[[int, float], bool] | None = None,
+    share_prefix_min_tokens: int = 0,
 ) -> list[float]:
     """AdamW on all weights over padded batches of (token ids, loss mask[, token weights]); returns each
     epoch's mean loss (`masked_token_nll`, weighted where the examples carry weights).
 
     `after_epoch(epoch, loss)` runs after every epoch (model in eval mode); returning True stops training.
+
+    `share_prefix_min_tokens` > 0: a batch's common prefix runs once (`masked_token_nll`).
 
     Constant learning rate: a cosine decay to 0 over 6 epochs left the 0.6 M demo model at P(optimal dev
     episode) 0.001 for 3 seeds, where 5 epochs at a constant rate had reached 0.05.
@@ -88,7 +124,7 @@ def sft_full_weights(
                 )
                 if weights is not None:
                     weights[row, : len(ids)] = torch.tensor(token_weights[0])
-            loss = masked_token_nll(model, input_ids, attention, labels, weights)
+            loss = masked_token_nll(model, input_ids, attention, labels, weights, share_prefix_min_tokens)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -149,6 +185,7 @@ def build_warm_model(
     token_weights: list[list[float]] | None = None,
     stall_probe: Callable[[object], str | None] | None = None,
     attention: str = "eager",
+    share_prefix_min_tokens: int = 0,
 ) -> Path:
     """SFT `base_dir` on the demonstrations into `out_dir` (atomically); a finished `out_dir` is reused.
 
@@ -166,16 +203,19 @@ def build_warm_model(
     starts again from the base model with another (seeded) order, up to `redraws` times.
     `token_weights` (one list per demonstration, aligned with its tokens) weigh the loss per token.
     `attention` is the attention kernel (`learner.sft_attention`; which one is faster depends on the length).
+    `share_prefix_min_tokens` > 0 runs a batch's common prefix once (`learner.sft_share_prefix`).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
     max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
-    # the attention kernel is recorded only when it is not eager: warm models built before the switch existed
-    # (eager, no such key) stay reusable
+    # the attention kernel and prefix sharing are recorded only when not the default: warm models built before
+    # the switches existed (no such keys) stay reusable
     provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
                   "max_epochs": max_epochs, "redraws": redraws, "redraw_epoch": redraw_epoch,
-                  **({} if attention == "eager" else {"attention": attention}), **(provenance or {})}  # fmt: skip
+                  **({} if attention == "eager" else {"attention": attention}),
+                  **({"share_prefix_min_tokens": share_prefix_min_tokens} if share_prefix_min_tokens else {}),
+                  **(provenance or {})}  # fmt: skip
     if (out_dir / "warm_start.json").exists():
         _check_reusable(out_dir, Path(base_dir), provenance)
         return out_dir
@@ -218,7 +258,15 @@ def build_warm_model(
         )
         order_seed = seed + 1_000_003 * draw  # draw 0 is the plain seed: no redraw, the same warm start
         losses = sft_full_weights(
-            model, examples, max_epochs, lr, batch_size, order_seed, tokenizer.pad_token_id, after_epoch
+            model,
+            examples,
+            max_epochs,
+            lr,
+            batch_size,
+            order_seed,
+            tokenizer.pad_token_id,
+            after_epoch,
+            share_prefix_min_tokens,
         )
         if not stalled:
             break

@@ -50,6 +50,9 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
             redraw_epoch=cfg.learner.sft_redraw_epoch,
             attention=cfg.learner.sft_attention,
         )
+        # only then: the cache keys of unshared warm starts stay valid
+        if cfg.learner.sft_share_prefix == "auto":
+            settings["share_prefix_min_tokens"] = cfg.learner.share_prefix_min_tokens
 
         def build() -> Path:
             return build_warm_model(

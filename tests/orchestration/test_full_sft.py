@@ -284,3 +284,38 @@ def test_a_stall_probe_redraws_the_order_after_the_redraw_epoch(tiny_model_dir, 
         "stalled (code copied at P 0.10 < 0.2): starting again in another order (1 of 2)"
         in capsys.readouterr().out
     )
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_a_shared_prefix_batch_gives_the_unshared_loss_and_gradients(tiny_model_dir, attention):
+    """learner.sft_share_prefix=auto: right-padded rows of unequal length that share their first 40 tokens run the
+    prefix once; the weighted loss (labels inside the prefix too) and every weight's gradient are the unshared
+    ones up to float summation order. Below the threshold the batch runs unshared."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from loop_agents.orchestration.full_sft import batch_prefix, masked_token_nll
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation=attention)
+    vocab, prefix, lengths = model.config.vocab_size, 40, [52, 70, 45, 61]
+    shared = torch.randint(0, vocab, (prefix,))
+    input_ids = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    attention_mask = torch.zeros_like(input_ids)
+    labels = torch.full_like(input_ids, -100)
+    for row, length in enumerate(lengths):
+        input_ids[row, :length] = torch.cat([shared, torch.randint(0, vocab, (length - prefix,))])
+        attention_mask[row, :length] = 1
+        labels[row, prefix - 6 : length] = input_ids[row, prefix - 6 : length]
+    weights = torch.rand(input_ids.shape) + 0.5
+    assert batch_prefix(input_ids, attention_mask, 32) >= prefix and batch_prefix(input_ids, attention_mask, 0) == 0
+    results = []
+    for min_tokens in (0, 32):
+        model.zero_grad()
+        loss = masked_token_nll(model, input_ids, attention_mask, labels, weights, min_tokens)
+        loss.backward()
+        results.append((loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters()}))
+    (unshared, unshared_grads), (shared_loss, shared_grads) = results
+    torch.testing.assert_close(shared_loss, unshared, rtol=1e-6, atol=1e-6)
+    for name, grad in unshared_grads.items():
+        torch.testing.assert_close(shared_grads[name], grad, rtol=1e-5, atol=1e-6, msg=name)
