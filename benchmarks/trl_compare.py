@@ -24,7 +24,7 @@ one action, computed by the same code), group size 8, 16 prompts = 128 completio
 64 new tokens at most, temperature 1, top_p 1, LoRA r 8 / alpha 16 on all 7 projections, the learner's
 precision (`--precision fp32`, the default, or `bf16`: ours learner.precision=bf16, TRL bf16=True; both
 autocast; TRL's HF generate runs through the accelerate-prepared forward, so under the same bf16 autocast,
-while our vLLM sampler stays fp32 on CPU, pinned in orchestration/inference_settings.py), lr, one pass in
+and our vLLM sampler serves bf16 too where the CPU has bf16 units: orchestration/inference_settings.py), lr, one pass in
 optimizer steps of 32 completions (4 per generation), no reference model (beta 0 / kl_coef 0), group-std scaled advantages, clip 0.2, GRPO
 token-mean-per-sequence loss, 2 torch threads (ours: 2 for vLLM and 2 for the learner, which never run at
 once in synchronous mode). Not matched, on purpose (issue 21, work not done twice): TRL recomputes the old
@@ -226,6 +226,10 @@ def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision:
         ),
         "tokens_per_sample_mean": statistics.mean(r["rollout/tokens_mean"] for r in rows),
         "reward": [round(r["rollout/reward_mean"], 4) for r in rows],
+        # where π_old came from per batch (1: the sampler's log-probs, 0: a recompute, which also measured the
+        # largest |sampler - learner| token log-prob difference)
+        "old_logprobs_from_sampler": [r.get("old_logprobs/from_sampler") for r in rows],
+        "recompute_abs_logprob_diff_max": [r.get("recompute/abs_logprob_diff_max") for r in rows],
         "process_s": round(wall, 1),
         "startup_s": round(wall - sum(r["time/iteration"] for r in rows), 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
@@ -380,7 +384,7 @@ if __name__ == "__main__":
         "--precision",
         choices=("fp32", "bf16"),
         default="fp32",
-        help="both sides: ours learner.precision, TRL bf16=True (autocast, its generate included); our vLLM sampler stays fp32 on CPU",
+        help="both sides: ours learner.precision (and the vLLM sampler's dtype with it, on a CPU with bf16 units), TRL bf16=True (autocast, its generate included)",
     )
     parser.add_argument("--case", nargs="+", choices=[c.name for c in CASES], help="default: every case")
     args = parser.parse_args()

@@ -161,7 +161,8 @@ class LearnerConfig:
     # demonstrations; sdpa was 2.2x faster on AppWorld's (~1,300 tokens, batch 8: 3.5 vs 7.6 s per step)
     sft_attention: str = "eager"
     # full warm start: run a batch's common prefix once (auto: from share_prefix_min_tokens on) | off. AppWorld's
-    # demonstrations share the ~770-token compact prompt; off by default so existing warm starts stay bit-identical
+    # demonstrations share the compact prompt's first ~750 tokens; off by default: other warm starts stay
+    # bit-identical
     sft_share_prefix: str = "off"
     sft_target: str = "lora"  # lora: SFT the adapter, RL continues on it | full: SFT all weights into run_dir/warm_model (tiny models), RL trains a fresh LoRA on it
     # full warm start: after sft_epochs, SFT goes on while P(optimal held-out episode) is below this, up to

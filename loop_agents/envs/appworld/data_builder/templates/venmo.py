@@ -1,4 +1,10 @@
-"""Venmo scenarios: pay a friend (d1), total received from a friend in a date range (d2)."""
+"""Venmo scenarios: pay a friend (d1), total received from a friend in a date range (d2).
+
+The friend's name is quoted in the instruction, as the other families quote the names they give (a tag, a
+project, a title): the tokenizer attaches a leading space to a word (` Elif`) but not after a quote (`'Elif`),
+so an unquoted name starts with other tokens than the `friend_name = 'Elif Moreau'` a solution writes. The
+0.6 M demo model put 0.01-0.03 on the name's first token there (teacher-forced, held-out tasks; issue 19).
+"""
 
 from __future__ import annotations
 
@@ -63,7 +69,9 @@ def pay_friend(world: World, variant: int) -> TaskContent:
         "test.case(added[0].description, '==', public_data['note'], normalize_text=True)",
     )
     return TaskContent(
-        instruction=(f"Send ${amount:.2f} to my friend {friend.full_name} on Venmo with the note '{note}'."),
+        instruction=(
+            f"Send ${amount:.2f} to my friend '{friend.full_name}' on Venmo with the note '{note}'."
+        ),
         answer=None,
         tests=[
             NO_ANSWER_TEST,
@@ -118,7 +126,7 @@ def total_received(world: World, variant: int) -> TaskContent:
     )
     return TaskContent(
         instruction=(
-            f"How much money in total, in dollars, has {friend.full_name} sent me on Venmo since "
+            f"How much money in total, in dollars, has my friend '{friend.full_name}' sent me on Venmo since "
             f"{since.strftime(INSTRUCTION_DATE_FORMAT)} (inclusive)?"
         ),
         answer=answer,
