@@ -3,7 +3,8 @@
 Two measures on the self-made AppWorld data (the scripts know each task's values, `demos/episodes.task_literals`):
 - `--model DIR`: teacher-forced on the clean scripted episodes of a split (dev: held out), the top-1 accuracy of
   the tokens that spell the values, of the first token after each value's opening quote (the choice of the
-  value; the rest is mostly completion), and the share of episodes whose value tokens are all right;
+  value; the rest is mostly completion), overall and per slot (tag, project, friend, date ...), and the share of
+  episodes whose value tokens are all right;
 - `--run DIR`: in a training run's saved evaluation episodes (`eval/<split>/iter_*.jsonl`), the share of the
   task's values that appear verbatim in the code the policy wrote, per evaluated iteration, beside its TGC and
   the success rate of each scenario family (which families RL added or lost).
@@ -25,7 +26,8 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
 
     from loop_agents.config.env_options import env_settings
     from loop_agents.config.load import compose
-    from loop_agents.envs.appworld.demos.episodes import task_literals
+    from loop_agents.envs.appworld.demos.episodes import task_literals, task_values
+    from loop_agents.envs.appworld.demos.scripted import written_value
     from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
     from loop_agents.orchestration.environments import make_agent
     from loop_agents.orchestration.literal_weights import literal_token_positions
@@ -37,11 +39,17 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     demos = appworld_demonstrations(env_settings(cfg), make_agent(cfg), split, cut=lambda text: text)
     tokens = right = firsts = firsts_right = episodes_right = 0
+    by_slot: dict[str, list[bool]] = {}
     with torch.no_grad():
         for task_id, messages in demos.demonstrations:
             traj = demonstration_trajectory(chat, messages, task_id)
             positions = literal_token_positions(traj, chat, task_literals(root, task_id))
             logits = model(input_ids=torch.tensor([traj.token_ids])).logits[0]
+            for slot, value in task_values(root, task_id).items():
+                spelled = literal_token_positions(traj, chat, [written_value(slot, value)])
+                if len(spelled) > 1:  # its first token after the opening quote or the number's first
+                    hit = int(logits[spelled[1] - 1].argmax()) == traj.token_ids[spelled[1]]
+                    by_slot.setdefault(slot, []).append(hit)
             all_right, previous, index = True, -2, 0
             for position in positions:
                 index = index + 1 if position == previous + 1 else 0
@@ -53,7 +61,8 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
             episodes_right += all_right
     n = len(demos.demonstrations)
     return {"episodes": n, "value_tokens_top1": right / tokens, "value_choice_top1": firsts_right / firsts,
-            "episodes_all_values_top1": episodes_right / n}  # fmt: skip
+            "episodes_all_values_top1": episodes_right / n,
+            "value_choice_top1_by_slot": {slot: sum(hits) / len(hits) for slot, hits in sorted(by_slot.items())}}  # fmt: skip
 
 
 def value_spellings(root: Path, family: str, task_id: str) -> list[set[str]]:
