@@ -36,15 +36,22 @@ def cpu_has_bf16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
         return False
 
 
-def autocast_dtype(precision: str, device: torch.device, has_bf16: bool | None = None) -> torch.dtype | None:
-    """bfloat16 when the forward should run under bf16 autocast, None for fp32.
+def computes_in_bf16(precision: str, device: torch.device, has_bf16: bool | None = None) -> bool:
+    """Whether `precision` (fp32 | bf16 | auto) resolves to bf16 on `device`: not fp32, and the device has bf16.
 
     `has_bf16` overrides the device probe (CPU: /proc/cpuinfo flags; CUDA: torch.cuda.is_bf16_supported)."""
     if precision == "fp32":
-        return None
+        return False
     if has_bf16 is None:
         has_bf16 = torch.cuda.is_bf16_supported() if device.type == "cuda" else cpu_has_bf16()
-    if has_bf16:
+    return has_bf16
+
+
+def autocast_dtype(precision: str, device: torch.device, has_bf16: bool | None = None) -> torch.dtype | None:
+    """bfloat16 when the forward should run under bf16 autocast (`computes_in_bf16`), None for fp32."""
+    if precision == "fp32":
+        return None
+    if computes_in_bf16(precision, device, has_bf16):
         log.info("learner.precision=%s: forward passes under bf16 autocast on %s", precision, device.type)
         return torch.bfloat16
     level = logging.WARNING if precision == "bf16" else logging.INFO

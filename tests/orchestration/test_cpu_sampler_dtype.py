@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from loop_agents.learner import precision as learner_precision
 from loop_agents.orchestration import inference_settings
 
 
@@ -13,20 +14,24 @@ from loop_agents.orchestration import inference_settings
         ("fp32", True, "float32"),
         ("fp32", False, "float32"),
         ("bf16", True, "bfloat16"),
-        ("bf16", False, "float32"),  # the learner falls back to fp32 there (learner/precision.py), so does vLLM
+        (
+            "bf16",
+            False,
+            "float32",
+        ),  # the learner falls back to fp32 there (learner/precision.py), so does vLLM
         ("auto", True, "bfloat16"),
         ("auto", False, "float32"),
     ],
 )
 def test_the_cpu_sampler_computes_in_the_learners_precision(monkeypatch, precision, cpu_bf16, expected):
-    monkeypatch.setattr(inference_settings, "cpu_has_bf16", lambda: cpu_bf16)
+    monkeypatch.setattr(learner_precision, "cpu_has_bf16", lambda: cpu_bf16)
     assert inference_settings.cpu_sampler_dtype(precision) == expected
 
 
 def test_the_cpu_server_config_carries_that_dtype(monkeypatch):
     from loop_agents.config.load import compose
 
-    monkeypatch.setattr(inference_settings, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(learner_precision, "cpu_has_bf16", lambda: True)
     server = {"threads": 2, "kv_cache_gb": 1}
     for precision, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
         cfg = compose(["experiment=debug", f"learner.precision={precision}"])

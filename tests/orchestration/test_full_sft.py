@@ -297,7 +297,9 @@ def test_a_shared_prefix_batch_gives_the_unshared_loss_and_gradients(tiny_model_
     from loop_agents.orchestration.full_sft import batch_prefix, masked_token_nll
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation=attention)
+    model = AutoModelForCausalLM.from_pretrained(
+        tiny_model_dir, dtype=torch.float32, attn_implementation=attention
+    )
     vocab, prefix, lengths = model.config.vocab_size, 40, [52, 70, 45, 61]
     shared = torch.randint(0, vocab, (prefix,))
     input_ids = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
@@ -308,7 +310,10 @@ def test_a_shared_prefix_batch_gives_the_unshared_loss_and_gradients(tiny_model_
         attention_mask[row, :length] = 1
         labels[row, prefix - 6 : length] = input_ids[row, prefix - 6 : length]
     weights = torch.rand(input_ids.shape) + 0.5
-    assert batch_prefix(input_ids, attention_mask, 32) >= prefix and batch_prefix(input_ids, attention_mask, 0) == 0
+    assert (
+        batch_prefix(input_ids, attention_mask, 32) >= prefix
+        and batch_prefix(input_ids, attention_mask, 0) == 0
+    )
     results = []
     for min_tokens in (0, 32):
         model.zero_grad()
