@@ -26,7 +26,7 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
 
     from loop_agents.config.env_options import env_settings
     from loop_agents.config.load import compose
-    from loop_agents.envs.appworld.demos.episodes import task_literals, task_values
+    from loop_agents.envs.appworld.demos.episodes import task_values
     from loop_agents.envs.appworld.demos.scripted import written_value
     from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
     from loop_agents.orchestration.environments import make_agent
@@ -43,10 +43,13 @@ def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
     with torch.no_grad():
         for task_id, messages in demos.demonstrations:
             traj = demonstration_trajectory(chat, messages, task_id)
-            positions = literal_token_positions(traj, chat, task_literals(root, task_id))
+            literals = {
+                slot: written_value(slot, value) for slot, value in task_values(root, task_id).items()
+            }
+            positions = literal_token_positions(traj, chat, list(literals.values()))
             logits = model(input_ids=torch.tensor([traj.token_ids])).logits[0]
-            for slot, value in task_values(root, task_id).items():
-                spelled = literal_token_positions(traj, chat, [written_value(slot, value)])
+            for slot, literal in literals.items():
+                spelled = literal_token_positions(traj, chat, [literal])
                 if len(spelled) > 1:  # its first token after the opening quote or the number's first
                     hit = int(logits[spelled[1] - 1].argmax()) == traj.token_ids[spelled[1]]
                     by_slot.setdefault(slot, []).append(hit)
