@@ -104,7 +104,7 @@ class _SamplingProbe:
         return requests_running(text) >= 1
 
 
-def _engine_core_pid(run_dir: Path, timeout_s: float = 300.0) -> int:
+def _engine_core_pid(run_dir: Path, run: subprocess.Popen, log: Path, timeout_s: float = 300.0) -> int:
     """vLLM's EngineCore in the run's server tree. Its title is `VLLM::EngineCore` (`comm` keeps 15 characters:
     `VLLM::EngineCor`); a process that is exiting reads an empty cmdline, so both are checked and the tree is read
     again until it shows. The wait is long because the tree can be empty for a while: a server killed in the
@@ -121,20 +121,29 @@ def _engine_core_pid(run_dir: Path, timeout_s: float = 300.0) -> int:
             if "EngineCor" in title:
                 return proc.pid
             seen.append((proc.pid, title[:80]))
+        assert run.poll() is None, (
+            f"the run ended before its vLLM server was recorded:\n{log.read_text()[-4000:]}"
+        )
         assert time.monotonic() < deadline, (
-            f"no EngineCore in the run's vLLM tree within {timeout_s:.0f} s: {seen}"
+            f"no EngineCore in the run's vLLM tree within {timeout_s:.0f} s: {seen}; record "
+            f"{_tree_record_text(run_dir)}; run log:\n{log.read_text()[-4000:]}"
         )
         time.sleep(0.2)
 
 
-def _victim_pid(victim: str, run_dir: Path, run: subprocess.Popen) -> int:
+def _tree_record_text(run_dir: Path) -> str:
+    record = run_dir / "logs" / "vllm_0.pids"
+    return record.read_text() if record.exists() else "missing"
+
+
+def _victim_pid(victim: str, run_dir: Path, run: subprocess.Popen, log: Path) -> int:
     if victim in ("rollout_worker", "inference_0", "evaluator"):
         return json.loads((run_dir / "logs" / "actors.json").read_text())[victim]
     if victim == "vllm_api_server":
-        _engine_core_pid(run_dir)  # waits for a restarted server's tree to be recorded
+        _engine_core_pid(run_dir, run, log)  # waits for a restarted server's tree to be recorded
         return _vllm_tree(run_dir)[0].pid
     if victim == "vllm_engine_core":
-        return _engine_core_pid(run_dir)
+        return _engine_core_pid(run_dir, run, log)
     if victim == "learner":  # the training process under the supervisor
         return psutil.Process(run.pid).children()[0].pid
     if victim in (
@@ -172,7 +181,9 @@ def _run_with_kills(tmp_path: Path, iterations: int, kills: dict[int, str]) -> t
                 _wait_for(
                     lambda i=iteration: i - 1 in _training_rows(run_dir), run, log, f"row {iteration - 1}"
                 )
-                pid = _victim_pid(victim, run_dir, run)  # before the wait: the kill must follow it at once
+                pid = _victim_pid(
+                    victim, run_dir, run, log
+                )  # before the wait: the kill must follow it at once
                 if victim in IN_FLIGHT_VICTIMS:
                     _wait_for(
                         lambda i=iteration: sampling() or i in _training_rows(run_dir),
