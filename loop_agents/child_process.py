@@ -56,12 +56,27 @@ def descendants_and_self(pid: int) -> list[psutil.Process]:
         return []
 
 
+def start_time(proc: psutil.Process) -> float:
+    """When `proc` started, in seconds since boot: with its pid, an identity that a reused pid does not share.
+    Not psutil's `create_time()`, which adds the wall-clock boot time read at each call: a clock step or NTP
+    correction moves that (whole seconds, as /proc/stat gives it), and a record written before the step would
+    then match no live process, so a leftover would be spared."""
+    if sys.platform.startswith("linux"):
+        try:
+            stat = Path(f"/proc/{proc.pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError) as exc:
+            raise psutil.NoSuchProcess(proc.pid) from exc
+        fields = stat[stat.rindex(")") + 2 :].split()  # the name may hold spaces and ')'
+        return int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks
+    return proc.create_time()
+
+
 def record_process_tree(pid: int, path: Path) -> None:
-    """Write `pid` and its descendants as (pid, create time) to `path`, for `reap_recorded_tree` after a crash."""
+    """Write `pid` and its descendants as (pid, start time) to `path`, for `reap_recorded_tree` after a crash."""
     entries = []
     for proc in descendants_and_self(pid):
         try:
-            entries.append([proc.pid, proc.create_time()])
+            entries.append([proc.pid, start_time(proc)])
         except psutil.NoSuchProcess:
             continue
     temp = path.with_name(f".{path.name}.tmp")
@@ -69,23 +84,37 @@ def record_process_tree(pid: int, path: Path) -> None:
     os.replace(temp, path)
 
 
-def reap_recorded_tree(path: Path) -> int:
-    """SIGKILL every recorded process still alive (same pid *and* create time, so a reused pid is spared); returns
-    how many were killed and removes the record."""
+def recorded_processes(path: Path) -> list[psutil.Process]:
+    """The processes of a tree record still running (same pid *and* start time, so a reused pid is not one of
+    them); [] if there is no record. Raises ValueError/OSError on an unreadable record."""
     try:
         entries = json.loads(path.read_text())
     except FileNotFoundError:
-        return 0
+        return []
+    alive = []
+    for pid, started in entries:
+        try:
+            proc = psutil.Process(pid)
+            if abs(start_time(proc) - started) < 1e-3:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+def reap_recorded_tree(path: Path) -> int:
+    """SIGKILL every recorded process still alive (see `recorded_processes`); returns how many were killed and
+    removes the record."""
+    try:
+        alive = recorded_processes(path)
     except (OSError, ValueError):
         path.unlink(missing_ok=True)
         return 0
     killed = []
-    for pid, created in entries:
+    for proc in alive:
         try:
-            proc = psutil.Process(pid)
-            if abs(proc.create_time() - created) < 1e-3:
-                proc.kill()
-                killed.append(proc)
+            proc.kill()
+            killed.append(proc)
         except psutil.NoSuchProcess:
             continue
     psutil.wait_procs(killed, timeout=5.0)

@@ -27,6 +27,7 @@ import httpx
 import psutil
 import pytest
 
+from loop_agents.child_process import recorded_processes
 from loop_agents.inference.api_key import auth_headers
 from tests.vllm_metrics import requests_running
 
@@ -64,16 +65,7 @@ def _training_rows(run_dir: Path) -> list[int]:
 
 def _vllm_tree(run_dir: Path) -> list[psutil.Process]:
     """The live processes of the run's current vLLM server (api_server first)."""
-    record = run_dir / "logs" / "vllm_0.pids"
-    alive = []
-    for pid, created in json.loads(record.read_text()) if record.exists() else []:
-        try:
-            proc = psutil.Process(pid)
-            if abs(proc.create_time() - created) < 1e-3:
-                alive.append(proc)
-        except psutil.NoSuchProcess:
-            continue
-    return alive
+    return recorded_processes(run_dir / "logs" / "vllm_0.pids")
 
 
 class _SamplingProbe:

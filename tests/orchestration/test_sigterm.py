@@ -15,18 +15,23 @@ from pathlib import Path
 import psutil
 import pytest
 
+from loop_agents.child_process import start_time
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 RUN_PROCESSES = ("ray::", "raylet", "gcs_server", "vllm", "episode_host")
 
 
 def _run_processes() -> set[tuple[int, float]]:
-    """(pid, create time) of every live process that a run starts (Ray's, vLLM's, env hosts)."""
+    """(pid, start time) of every live process that a run starts (Ray's, vLLM's, env hosts)."""
     found = set()
-    for proc in psutil.process_iter(["pid", "name", "cmdline", "create_time", "status"]):
+    for proc in psutil.process_iter(["pid", "name", "cmdline", "status"]):
         title = f"{proc.info['name']} {' '.join(proc.info['cmdline'] or [])}"
         if proc.info["status"] != psutil.STATUS_ZOMBIE and any(word in title for word in RUN_PROCESSES):
-            found.add((proc.info["pid"], proc.info["create_time"]))
+            try:
+                found.add((proc.info["pid"], start_time(proc)))
+            except psutil.NoSuchProcess:
+                continue
     return found
 
 

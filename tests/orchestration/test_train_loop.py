@@ -23,6 +23,7 @@ import pytest
 from peft import PeftModel
 from transformers import AutoModelForCausalLM
 
+from loop_agents.child_process import recorded_processes
 from loop_agents.envs.bundled.tasks import task_ids
 from loop_agents.inference.api_key import auth_headers
 from loop_agents.learner.checkpoint import is_complete
@@ -58,13 +59,12 @@ def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
-def _recorded_alive(entries: list[list[float]]) -> list[str]:
+def _recorded_alive(record: Path) -> list[str]:
     """Names of the processes of a server tree record (child_process.record_process_tree) still running."""
     alive = []
-    for pid, created in entries:
+    for proc in recorded_processes(record):
         try:
-            proc = psutil.Process(pid)
-            if abs(proc.create_time() - created) < 1e-3 and proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.status() != psutil.STATUS_ZOMBIE:
                 alive.append(proc.name())
         except psutil.NoSuchProcess:
             continue
@@ -113,7 +113,8 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert not (run_dir / "checkpoints" / "checkpoint-3").exists(), "iteration 3 finished before the kill"
     first.wait()
     record = run_dir / "logs" / "vllm_0.pids"  # the first run's api_server and EngineCore
-    first_tree = json.loads(record.read_text())
+    first_tree = tmp_path / "first_tree.pids"  # a copy: the second run's server rewrites the record
+    first_tree.write_text(record.read_text())
     # Ray SIGKILLs the dead worker's api_server; EngineCore and its Worker follow by their parent-death signal
     deadline = time.monotonic() + 30
     while _recorded_alive(first_tree) and time.monotonic() < deadline:
