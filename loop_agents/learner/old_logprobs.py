@@ -75,12 +75,9 @@ def old_logprobs(
     compared with the sampler's log-probs and, once they agree, the sampler's stand in (see the module)."""
     checked = recompute and check_sampler
     if recompute and (not checked or trust.should_recompute()):
-        old = forward()
-        diffs = (
-            torch.cat([(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True)])
-            if items
-            else torch.zeros(1)
-        )
+        old = forward()  # None for the first minibatch's items: its own step gives their π_old (trainer.py)
+        compared = [(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True) if o is not None]
+        diffs = torch.cat(compared) if compared else torch.zeros(1)
         metrics = {
             "recompute/abs_logprob_diff_mean": float(diffs.mean()),
             "recompute/abs_logprob_diff_max": float(diffs.max()),

@@ -152,16 +152,24 @@ class Learner(LearnerCheckpointing):
 
     @torch.no_grad()
     def _forward_all(
-        self, items: list[TrainItem], with_values: bool = False, base_model: bool = False
-    ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-        """Log-probs (and values) of every item's trained tokens, computed sharded, gathered on all ranks."""
+        self,
+        items: list[TrainItem],
+        with_values: bool = False,
+        base_model: bool = False,
+        skip: frozenset[int] = frozenset(),
+    ) -> tuple[list[torch.Tensor | None], list[torch.Tensor] | None]:
+        """Log-probs (and values) of every item's trained tokens, computed sharded, gathered on all ranks; None for
+        the items in `skip` (not computed)."""
         sizes = [it.num_trainable for it in items]
         offsets = [0]
         for s in sizes:
             offsets.append(offsets[-1] + s)
         logprob_buf = torch.zeros(offsets[-1], dtype=torch.float32)
         value_buf = torch.zeros(offsets[-1], dtype=torch.float32)
-        plan, prefixes = self._rank_plan(items, list(range(len(items))))
+        computed = [i for i in range(len(items)) if i not in skip]
+        if not computed:
+            return [None] * len(items), ([None] * len(items) if with_values else None)
+        plan, prefixes = self._rank_plan(items, computed)
         self.policy.eval()
         adapter_off = self.policy.peft_model.disable_adapter() if base_model else nullcontext()
         with adapter_off:
@@ -184,7 +192,12 @@ class Learner(LearnerCheckpointing):
         self.ctx.all_reduce_sum(logprob_buf)
         if with_values:
             self.ctx.all_reduce_sum(value_buf)
-        split = lambda buf: [buf[offsets[i] : offsets[i + 1]].clone() for i in range(len(items))]  # noqa: E731
+
+        def split(buf: torch.Tensor) -> list[torch.Tensor | None]:
+            return [
+                None if i in skip else buf[offsets[i] : offsets[i + 1]].clone() for i in range(len(items))
+            ]
+
         return split(logprob_buf), (split(value_buf) if with_values else None)
 
     # ------------------------------------------------------------------ one optimizer step
@@ -224,6 +237,11 @@ class Learner(LearnerCheckpointing):
                 return torch.cat([tensors[i] for i in mb]).to(dev)
 
             adv = torch.cat([items[i].advantages for i in mb]).to(dev)
+            if old and any(old[i] is None for i in mb):  # the first step: π_old is the policy it runs
+                parts = torch.split(logprobs.detach().float().cpu(), [items[i].num_trainable for i in mb])
+                for i, part in zip(mb, parts, strict=True):
+                    if old[i] is None:
+                        old[i] = part.clone()
             old_lp = cat(old) if old else torch.zeros_like(logprobs)
             w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
             token_loss, clipped = policy_token_losses(
@@ -285,6 +303,34 @@ class Learner(LearnerCheckpointing):
         self.step_history.append(step)
         return step
 
+    def _first_step_items(self, num_items: int) -> frozenset[int]:
+        """The items of this iteration's first minibatch, whose π_old that step's own forward gives: before the
+        first optimizer step the weights are π_old's, so recomputing those items would be a second forward of the
+        same function (issue 21: work not done twice). Empty when the training forward is not that function
+        (dropout active in train mode)."""
+        if self._train_forward_is_stochastic():
+            return frozenset()
+        return frozenset(epoch_order(num_items, self.cfg.seed, self.iteration, 0)[: self.cfg.minibatch_size])
+
+    def _share_first_step_old(self, items: list[TrainItem], old: list, indices: list[int]) -> None:
+        """Every rank gets the π_old that the first step recorded on the rank that trained each item (a later epoch
+        may train it on another rank)."""
+        if self.ctx.world_size == 1:
+            return
+        sizes = [items[i].num_trainable for i in indices]
+        buf = torch.zeros(sum(sizes), dtype=torch.float32)
+        for i, part in zip(indices, torch.split(buf, sizes), strict=True):
+            if old[i] is not None:
+                part.copy_(old[i])
+        self.ctx.all_reduce_sum(buf)
+        for i, part in zip(indices, torch.split(buf, sizes), strict=True):
+            old[i] = part.clone()
+
+    def _train_forward_is_stochastic(self) -> bool:
+        config = getattr(self.policy.peft_model, "config", None)
+        dropout = any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in self.policy.modules())
+        return dropout or bool(getattr(config, "attention_dropout", 0.0))
+
     # ------------------------------------------------------------------ public API
     def stress_test(self, seq_len: int | None = None) -> dict[str, float]:
         """One forward/backward at max_seq_len (no step) so OOM shows at start-up; see stress.py."""
@@ -334,10 +380,12 @@ class Learner(LearnerCheckpointing):
             raise ValueError("advantage_estimator='gae' needs value_targets (AdvantageResult.returns)")
         old: list[torch.Tensor] = []
         recompute = {}
+        first_step: frozenset[int] = frozenset()
         if not is_sft:
+            first_step = self._first_step_items(len(items))
             old, recompute = old_logprobs(
                 items,
-                lambda: self._forward_all(items)[0],
+                lambda: self._forward_all(items, skip=first_step)[0],
                 self.sampler_trust,
                 recompute=self.cfg.recompute_old_logprobs,
                 check_sampler=self.cfg.sampler_logprobs_if_agree,
@@ -352,6 +400,7 @@ class Learner(LearnerCheckpointing):
         steps: list[dict[str, float]] = []
         total_steps = self.cfg.epochs * -(-len(items) // self.cfg.minibatch_size)
         train_start = time.perf_counter()
+        from_first_step = sorted(i for i in first_step if old[i] is None) if old else []
         for epoch in range(self.cfg.epochs):
             order = epoch_order(len(items), self.cfg.seed, self.iteration, epoch)
             for first in range(0, len(order), self.cfg.minibatch_size):
@@ -360,6 +409,8 @@ class Learner(LearnerCheckpointing):
                         items, order[first : first + self.cfg.minibatch_size], old, ref, old_values
                     )
                 )
+                if len(steps) == 1 and from_first_step:
+                    self._share_first_step_old(items, old, from_first_step)
                 if on_step is not None:
                     on_step(len(steps), total_steps)
                 if steps[-1]["high_kl"]:
