@@ -228,8 +228,8 @@ def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision:
         "reward": [round(r["rollout/reward_mean"], 4) for r in rows],
         # where π_old came from per batch (1: the sampler's log-probs, 0: a recompute, which also measured the
         # largest |sampler - learner| token log-prob difference)
-        "old_logprobs_from_sampler": [r.get("old_logprobs/from_sampler") for r in rows],
-        "recompute_abs_logprob_diff_max": [r.get("recompute/abs_logprob_diff_max") for r in rows],
+        "old_logprobs_from_sampler": [r.get("learn/old_logprobs/from_sampler") for r in rows],
+        "recompute_abs_logprob_diff_max": [r.get("learn/recompute/abs_logprob_diff_max") for r in rows],
         "process_s": round(wall, 1),
         "startup_s": round(wall - sum(r["time/iteration"] for r in rows), 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
