@@ -77,13 +77,14 @@ def old_logprobs(
     if recompute and (not checked or trust.should_recompute()):
         old = forward()  # None for the first minibatch's items: its own step gives their π_old (trainer.py)
         compared = [(o - it.sample_logprobs).abs() for o, it in zip(old, items, strict=True) if o is not None]
-        diffs = torch.cat(compared) if compared else torch.zeros(1)
-        metrics = {
-            "recompute/abs_logprob_diff_mean": float(diffs.mean()),
-            "recompute/abs_logprob_diff_max": float(diffs.max()),
-        }
+        metrics = {}
+        if compared:  # nothing recomputed (one minibatch): no check, the trust stays as it was
+            diffs = torch.cat(compared)
+            metrics["recompute/abs_logprob_diff_mean"] = float(diffs.mean())
+            metrics["recompute/abs_logprob_diff_max"] = float(diffs.max())
+            if checked:
+                trust.record_check(float(diffs.max()), iteration, is_main)
         if checked:
-            trust.record_check(float(diffs.max()), iteration, is_main)
             metrics["old_logprobs/from_sampler"] = 0.0
         return old, metrics
     if checked:

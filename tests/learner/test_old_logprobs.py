@@ -110,3 +110,16 @@ def test_dropout_keeps_the_full_recompute(tiny_model_dir):
     assert len(Learner(learner_config(tiny_model_dir), loop_algorithm())._first_step_items(9)) == min(
         learner.cfg.minibatch_size, 9
     )
+
+
+def test_a_batch_of_one_minibatch_recomputes_nothing_and_is_no_sampler_check(tiny_model_dir):
+    """All items in the first minibatch: nothing is recomputed, so nothing is compared with the sampler and the
+    sampler's log-probs do not become trusted on an empty comparison."""
+    learner = Learner(
+        learner_config(tiny_model_dir, minibatch_size=64, sampler_logprobs_if_agree=True), loop_algorithm()
+    )
+    batch = make_batch(seed=0)  # sampling log-probs are a -1.0 placeholder: any comparison would disagree
+    compute_advantages(batch, loop_algorithm())
+    metrics = learner.train_iteration(batch)
+    assert metrics["old_logprobs/from_sampler"] == 0.0 and "recompute/abs_logprob_diff_max" not in metrics
+    assert not learner.sampler_trust.trusted
