@@ -157,9 +157,11 @@ class Learner(LearnerCheckpointing):
         with_values: bool = False,
         base_model: bool = False,
         skip: frozenset[int] = frozenset(),
+        groups: list[list[int]] | None = None,
     ) -> tuple[list[torch.Tensor | None], list[torch.Tensor] | None]:
         """Log-probs (and values) of every item's trained tokens, computed sharded, gathered on all ranks; None for
-        the items in `skip` (not computed)."""
+        the items in `skip` (not computed). `groups` (e.g. the epoch's minibatches) are planned into micro-batches
+        one by one instead of all items at once."""
         sizes = [it.num_trainable for it in items]
         offsets = [0]
         for s in sizes:
@@ -169,12 +171,18 @@ class Learner(LearnerCheckpointing):
         computed = [i for i in range(len(items)) if i not in skip]
         if not computed:
             return [None] * len(items), ([None] * len(items) if with_values else None)
-        plan, prefixes = self._rank_plan(items, computed)
+        plan, prefixes = [], []
+        for group in groups if groups is not None else [computed]:
+            members = [i for i in group if i not in skip]
+            if members:
+                group_plan, group_prefixes = self._rank_plan(items, members)
+                plan += group_plan + [[]] * (len(group_prefixes) - len(group_plan))  # [] = this rank's dummy
+                prefixes += group_prefixes
         self.policy.eval()
         adapter_off = self.policy.peft_model.disable_adapter() if base_model else nullcontext()
         with adapter_off:
             for k, prefix in enumerate(prefixes):
-                if k >= len(plan):
+                if not plan[k]:  # keep FSDP collectives in lockstep
                     self._run(self._dummy_batch(prefix > 0), with_values, shared_prefix=prefix)
                     continue
                 logprobs, values, _ = self._run(self._pack(items, plan[k]), with_values, shared_prefix=prefix)
@@ -312,6 +320,14 @@ class Learner(LearnerCheckpointing):
             return frozenset()
         return frozenset(epoch_order(num_items, self.cfg.seed, self.iteration, 0)[: self.cfg.minibatch_size])
 
+    def _first_epoch_minibatches(self, num_items: int) -> list[list[int]]:
+        """The first epoch's minibatches: π_old is recomputed in the micro-batches that epoch trains in. All items
+        planned at once made micro-batches of more rows, which ran slower per token on CPU (96 items of the 25 M
+        trl_compare batch: 2.75-3.16 s at once, 2.20-2.26 s minibatch by minibatch, 2026-11-26)."""
+        order = epoch_order(num_items, self.cfg.seed, self.iteration, 0)
+        size = self.cfg.minibatch_size
+        return [order[first : first + size] for first in range(0, num_items, size)]
+
     def _share_first_step_old(self, items: list[TrainItem], old: list, indices: list[int]) -> None:
         """Every rank gets the π_old that the first step recorded on the rank that trained each item (a later epoch
         may train it on another rank)."""
@@ -385,7 +401,9 @@ class Learner(LearnerCheckpointing):
             first_step = self._first_step_items(len(items))
             old, recompute = old_logprobs(
                 items,
-                lambda: self._forward_all(items, skip=first_step)[0],
+                lambda: self._forward_all(
+                    items, skip=first_step, groups=self._first_epoch_minibatches(len(items))
+                )[0],
                 self.sampler_trust,
                 recompute=self.cfg.recompute_old_logprobs,
                 check_sampler=self.cfg.sampler_logprobs_if_agree,
