@@ -11,6 +11,7 @@ Choices (compare loop_agents/reference.py, the readable oracle this must agree w
 - Old log-probs are recomputed with the current weights before the epochs (LOOP) or taken from the
   sampler (async mode). Recompute-vs-sampler differences are reported. With `sampler_logprobs_if_agree`
   the sampler's are used once a recompute agrees with them (old_logprobs.py), re-checked periodically.
+  The first minibatch's π_old is its own step's forward, the rest recomputed by minibatch (first_step_old.py).
 - A micro-batch whose trajectories share a prefix computes it once (prefix_sharing.py); the forward runs
   under bf16 autocast where `precision` asks for it and the device has it (precision.py).
 - Gradient norm: reduced across ranks exactly once, then clipped (ml-loop reduces twice).
@@ -24,7 +25,6 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from contextlib import nullcontext
 
 import torch
 
@@ -33,7 +33,7 @@ from loop_agents.algorithms.config import AlgorithmConfig
 from loop_agents.algorithms.losses.kl import k3_kl
 from loop_agents.algorithms.losses.policy import policy_token_losses
 from loop_agents.algorithms.losses.value import value_losses
-from loop_agents.learner.batching import PackedBatch, epoch_order, pack
+from loop_agents.learner.batching import epoch_order
 from loop_agents.learner.config import LearnerConfig
 from loop_agents.learner.distributed import (
     DistContext,
@@ -41,11 +41,17 @@ from loop_agents.learner.distributed import (
     clip_grad_norm_once,
     make_context,
 )
+from loop_agents.learner.first_step_old import (
+    first_epoch_minibatches,
+    record_step_logprobs,
+    share_over_ranks,
+    training_forward_is_stochastic,
+)
 from loop_agents.learner.learner_checkpoint import LearnerCheckpointing
-from loop_agents.learner.model import TokenOutputs, load_policy
+from loop_agents.learner.learner_forwards import LearnerForwards
+from loop_agents.learner.model import load_policy
 from loop_agents.learner.old_logprobs import SamplerLogprobTrust, old_logprobs
 from loop_agents.learner.precision import autocast_dtype
-from loop_agents.learner.rank_plan import rank_plan
 from loop_agents.learner.scheduler import make_scheduler
 from loop_agents.learner.step_metrics import mean_step_metrics
 from loop_agents.learner.train_items import TrainItem, prepare_items
@@ -57,7 +63,7 @@ log = logging.getLogger(__name__)
 _SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens", "entropy", "shared")
 
 
-class Learner(LearnerCheckpointing):
+class Learner(LearnerCheckpointing, LearnerForwards):
     """LoRA policy trainer; `train_iteration` is called on every rank with the same global list."""
 
     def __init__(self, cfg: LearnerConfig, algorithm: AlgorithmConfig | None = None):
@@ -100,113 +106,10 @@ class Learner(LearnerCheckpointing):
         )
         self._logged_once: set[str] = set()
 
-    # ------------------------------------------------------------------ forward passes
-    def _pack(self, items: list[TrainItem], indices: list[int]) -> PackedBatch:
-        return pack(
-            [items[i].token_ids for i in indices], [items[i].loss_mask for i in indices], self.ctx.device
-        )
-
-    def _dummy_batch(self, shared: bool = False) -> PackedBatch:
-        """A zero-weight micro-step; `shared` runs it as a 1-token prefix + 2 suffixes (two decoder passes)."""
-        if shared:
-            return pack([[0, 0], [0, 0]], [[0, 1], [0, 1]], self.ctx.device)
-        return pack([[0, 0]], [[0, 1]], self.ctx.device)
-
-    def _run(
-        self, batch: PackedBatch, with_values: bool, with_entropy: bool = False, shared_prefix: int = 0
-    ) -> TokenOutputs:
-        autocast = (
-            torch.autocast(self.ctx.device.type, dtype=self.autocast)
-            if self.autocast is not None
-            else nullcontext()
-        )
-        with autocast:
-            return self.policy(
-                batch.input_ids,
-                batch.position_ids,
-                batch.gather_index,
-                batch.targets,
-                with_values=with_values,
-                with_entropy=with_entropy,
-                shared_prefix=shared_prefix,
-            )
-
     def _log_once(self, key: str, message: str) -> None:
         if key not in self._logged_once and self.ctx.is_main:
             self._logged_once.add(key)
             log.info(message + " (logged once)")
-
-    def _rank_plan(self, items: list[TrainItem], indices: list[int]) -> tuple[list[list[int]], list[int]]:
-        """This rank's micro-batches of `indices` and per micro-step the shared prefix (rank_plan.py)."""
-        return rank_plan(
-            [it.token_ids for it in items],
-            indices,
-            world_size=self.ctx.world_size,
-            rank=self.ctx.rank,
-            lockstep=self.fsdp and self.ctx.world_size > 1,
-            mode=self.share_mode,
-            min_tokens=self.cfg.share_prefix_min_tokens,
-            budget=self.cfg.micro_token_budget,
-            log_once=self._log_once,
-        )
-
-    @torch.no_grad()
-    def _forward_all(
-        self,
-        items: list[TrainItem],
-        with_values: bool = False,
-        base_model: bool = False,
-        skip: frozenset[int] = frozenset(),
-        groups: list[list[int]] | None = None,
-    ) -> tuple[list[torch.Tensor | None], list[torch.Tensor] | None]:
-        """Log-probs (and values) of every item's trained tokens, computed sharded, gathered on all ranks; None for
-        the items in `skip` (not computed). `groups` (e.g. the epoch's minibatches) are planned into micro-batches
-        one by one instead of all items at once."""
-        sizes = [it.num_trainable for it in items]
-        offsets = [0]
-        for s in sizes:
-            offsets.append(offsets[-1] + s)
-        logprob_buf = torch.zeros(offsets[-1], dtype=torch.float32)
-        value_buf = torch.zeros(offsets[-1], dtype=torch.float32)
-        computed = [i for i in range(len(items)) if i not in skip]
-        if not computed:
-            return [None] * len(items), ([None] * len(items) if with_values else None)
-        plan, prefixes = [], []
-        for group in groups if groups is not None else [computed]:
-            members = [i for i in group if i not in skip]
-            if members:
-                group_plan, group_prefixes = self._rank_plan(items, members)
-                plan += group_plan + [[]] * (len(group_prefixes) - len(group_plan))  # [] = this rank's dummy
-                prefixes += group_prefixes
-        self.policy.eval()
-        adapter_off = self.policy.peft_model.disable_adapter() if base_model else nullcontext()
-        with adapter_off:
-            for k, prefix in enumerate(prefixes):
-                if not plan[k]:  # keep FSDP collectives in lockstep
-                    self._run(self._dummy_batch(prefix > 0), with_values, shared_prefix=prefix)
-                    continue
-                logprobs, values, _ = self._run(self._pack(items, plan[k]), with_values, shared_prefix=prefix)
-                parts = torch.split(logprobs.float().cpu(), [sizes[i] for i in plan[k]])
-                vparts = (
-                    torch.split(values.float().cpu(), [sizes[i] for i in plan[k]])
-                    if values is not None
-                    else None
-                )
-                for j, i in enumerate(plan[k]):
-                    logprob_buf[offsets[i] : offsets[i + 1]] = parts[j]
-                    if vparts is not None:
-                        value_buf[offsets[i] : offsets[i + 1]] = vparts[j]
-        self.policy.train()
-        self.ctx.all_reduce_sum(logprob_buf)
-        if with_values:
-            self.ctx.all_reduce_sum(value_buf)
-
-        def split(buf: torch.Tensor) -> list[torch.Tensor | None]:
-            return [
-                None if i in skip else buf[offsets[i] : offsets[i + 1]].clone() for i in range(len(items))
-            ]
-
-        return split(logprob_buf), (split(value_buf) if with_values else None)
 
     # ------------------------------------------------------------------ one optimizer step
     def _optimizer_step(
@@ -246,10 +149,7 @@ class Learner(LearnerCheckpointing):
 
             adv = torch.cat([items[i].advantages for i in mb]).to(dev)
             if old and any(old[i] is None for i in mb):  # the first step: π_old is the policy it runs
-                parts = torch.split(logprobs.detach().float().cpu(), [items[i].num_trainable for i in mb])
-                for i, part in zip(mb, parts, strict=True):
-                    if old[i] is None:
-                        old[i] = part.clone()
+                record_step_logprobs(old, items, mb, logprobs)
             old_lp = cat(old) if old else torch.zeros_like(logprobs)
             w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
             token_loss, clipped = policy_token_losses(
@@ -311,41 +211,16 @@ class Learner(LearnerCheckpointing):
         self.step_history.append(step)
         return step
 
-    def _first_step_items(self, num_items: int) -> frozenset[int]:
-        """The items of this iteration's first minibatch, whose π_old that step's own forward gives: before the
-        first optimizer step the weights are π_old's, so recomputing those items would be a second forward of the
-        same function (issue 21: work not done twice). Empty when the training forward is not that function
-        (dropout active in train mode)."""
-        if self._train_forward_is_stochastic():
-            return frozenset()
-        return frozenset(epoch_order(num_items, self.cfg.seed, self.iteration, 0)[: self.cfg.minibatch_size])
-
     def _first_epoch_minibatches(self, num_items: int) -> list[list[int]]:
-        """The first epoch's minibatches: π_old is recomputed in the micro-batches that epoch trains in. All items
-        planned at once made micro-batches of more rows, which ran slower per token on CPU (96 items of the 25 M
-        trl_compare batch: 2.75-3.16 s at once, 2.20-2.26 s minibatch by minibatch, 2026-11-26)."""
-        order = epoch_order(num_items, self.cfg.seed, self.iteration, 0)
-        size = self.cfg.minibatch_size
-        return [order[first : first + size] for first in range(0, num_items, size)]
+        return first_epoch_minibatches(num_items, self.cfg.seed, self.iteration, self.cfg.minibatch_size)
 
-    def _share_first_step_old(self, items: list[TrainItem], old: list, indices: list[int]) -> None:
-        """Every rank gets the π_old that the first step recorded on the rank that trained each item (a later epoch
-        may train it on another rank)."""
-        if self.ctx.world_size == 1:
-            return
-        sizes = [items[i].num_trainable for i in indices]
-        buf = torch.zeros(sum(sizes), dtype=torch.float32)
-        for i, part in zip(indices, torch.split(buf, sizes), strict=True):
-            if old[i] is not None:
-                part.copy_(old[i])
-        self.ctx.all_reduce_sum(buf)
-        for i, part in zip(indices, torch.split(buf, sizes), strict=True):
-            old[i] = part.clone()
-
-    def _train_forward_is_stochastic(self) -> bool:
+    def _first_step_items(self, num_items: int) -> frozenset[int]:
+        """The first minibatch's items, whose π_old their own step gives (first_step_old.py); none under dropout."""
+        minibatches = self._first_epoch_minibatches(num_items)
         config = getattr(self.policy.peft_model, "config", None)
-        dropout = any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in self.policy.modules())
-        return dropout or bool(getattr(config, "attention_dropout", 0.0))
+        if not minibatches or training_forward_is_stochastic(self.policy, config):
+            return frozenset()
+        return frozenset(minibatches[0])
 
     # ------------------------------------------------------------------ public API
     def stress_test(self, seq_len: int | None = None) -> dict[str, float]:
@@ -428,7 +303,7 @@ class Learner(LearnerCheckpointing):
                     )
                 )
                 if len(steps) == 1 and from_first_step:
-                    self._share_first_step_old(items, old, from_first_step)
+                    share_over_ranks(self.ctx, items, old, from_first_step)
                 if on_step is not None:
                     on_step(len(steps), total_steps)
                 if steps[-1]["high_kl"]:
