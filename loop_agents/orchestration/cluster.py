@@ -89,7 +89,6 @@ class Cluster(ClusterEvaluations):
         self._adapter_path: str | None = None
         self._version = 0
         self._collecting: dict[Collection, str | None] = {}  # collection in flight -> its adapter
-        self._on_cpu = cfg.gpu_allocation.device == "cpu"
         self._quiet = False  # the servers' health probes do not sample while the learner computes
         self._retained: dict[str, str] = {}  # replaced adapter still sampled by a collection -> its path
         self._extras: dict[str, str] = {}  # evaluation adapters loaded on the servers -> path
@@ -115,7 +114,7 @@ class Cluster(ClusterEvaluations):
         servers share with it (VLLMServer.set_quiet)."""
         if self.time_shared:
             self._on_servers(lambda s: s.suspend.remote())
-        elif self._on_cpu and not self._collecting:
+        elif self.cfg.gpu_allocation.device == "cpu" and not self._collecting:
             self._quiet = True
             self._on_servers(lambda s: s.set_quiet.remote(True))
 
