@@ -21,6 +21,7 @@ SYSTEM_PROMPT = (
 API_SIGNATURES: tuple[tuple[str, str, str, str], ...] = (
     ("supervisor", "show_account_passwords", "", "[{account_name, password}]"),
     ("supervisor", "show_profile", "", "{first_name, last_name, email, phone_number}"),
+    ("supervisor", "show_active_task", "", "{instruction}"),
     ("supervisor", "complete_task", "answer=None", ""),
     ("simple_note", "login", "username, password", "{access_token}"),
     ("simple_note", "search_notes", "access_token, query='', tags=None, page_index=0, page_limit=5",

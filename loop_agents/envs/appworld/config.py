@@ -11,6 +11,7 @@ DEFAULT_ROOT = REPO_ROOT / "artifacts" / "appworld"  # where scripts/build_appwo
 DEFAULT_PYTHON = REPO_ROOT / ".venv-appworld" / "bin" / "python"  # made by scripts/install_appworld.sh
 REWARD_MODES = ("partial", "success")
 SANDBOX_MODES = ("strict", "available", "off")
+DEMO_VALUES = ("literal", "read")
 
 
 @dataclass
@@ -54,6 +55,9 @@ class AppWorldConfig:
     demo_noise: float = 0.5  # probability that a demonstration is a noisy one (one wrong API/argument/answer)
     demo_seed: int = 0  # seed of the noisy variants and of the draw
     demo_literal_weight: float = 1.0  # SFT loss weight of the tokens spelling the task's own values
+    # literal: the scripts write the task's values (`tag = 'travel'`); read: they read them from the
+    # instruction (`apis.supervisor.show_active_task()`), so no value has to be copied token for token
+    demo_values: str = "literal"
 
     def __post_init__(self) -> None:
         if self.reward not in REWARD_MODES:
@@ -68,6 +72,8 @@ class AppWorldConfig:
             raise ValueError(f"env.options.demos_per_task must be >= 1, got {self.demos_per_task}")
         if not self.demo_literal_weight > 0:
             raise ValueError(f"env.options.demo_literal_weight must be > 0, got {self.demo_literal_weight}")
+        if self.demo_values not in DEMO_VALUES:
+            raise ValueError(f"env.options.demo_values must be one of {DEMO_VALUES}, got {self.demo_values!r}")
         if not 0.0 <= self.demo_noise <= 1.0:
             raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")
         if self.execute_timeout_s < 1 or self.max_interactions < 1:

@@ -73,7 +73,7 @@ def test_every_scripted_cell_fits_the_presets_generation_budget(experiment, tiny
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     budget = compose([f"experiment={experiment}"]).llm.max_new_tokens
     for family in SCRIPTS:
-        for cell in clean_cells(family, LONG_VALUES):
+        for cell in clean_cells(family, LONG_VALUES) + clean_cells(family, LONG_VALUES, read=True):
             message = f"```python\n{cell}\n```<|im_end|>"
             assert len(tokenizer(message)["input_ids"]) <= budget - 16, (
                 family,
@@ -82,8 +82,11 @@ def test_every_scripted_cell_fits_the_presets_generation_budget(experiment, tiny
 
 
 @pytest.mark.slow  # builds AppWorld data and runs the engine in the AppWorld venv
-def test_scripted_episodes_pass_the_engines_tests_and_noisy_ones_fail(appworld_root) -> None:
-    config = AppWorldConfig(root=str(appworld_root))
+@pytest.mark.parametrize("demo_values", ["literal", "read"])
+def test_scripted_episodes_pass_the_engines_tests_and_noisy_ones_fail(appworld_root, demo_values) -> None:
+    """Both ways of naming the values: written in the first cell, or read from the task's instruction through
+    `apis.supervisor.show_active_task()` (then a wrong argument is a guessed literal)."""
+    config = AppWorldConfig(root=str(appworld_root), demo_values=demo_values)
     played = played_episodes(config, "train", seed=0)
     families = scenario_families(appworld_root)
     clean = [e for e in played if e["kind"] == "clean"]
@@ -98,7 +101,10 @@ def test_scripted_episodes_pass_the_engines_tests_and_noisy_ones_fail(appworld_r
         fail_rate = sum(not e["success"] for e in episodes) / len(episodes)
         print(f"[demos] {kind}: {len(episodes)} episodes, {fail_rate:.2f} fail the engine's tests")
         assert fail_rate >= (1.0 if kind == "wrong_answer" else 0.75), kind
-    cache = next((appworld_root / "loop_agents_demos").glob("train-*.jsonl"))
+    if demo_values == "read":
+        assert all("show_active_task()" in e["cells"][0] and "quoted = " not in "".join(e["cells"][1:])
+                   for e in clean)  # fmt: skip
+    cache = max((appworld_root / "loop_agents_demos").glob("train-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
     stamp = cache.stat().st_mtime_ns
     assert played_episodes(config, "train", seed=0) == played  # read back, not replayed
     assert cache.stat().st_mtime_ns == stamp

@@ -42,8 +42,9 @@ def _task_file(root: Path, task_id: str, name: str) -> Any:
     return json.loads((root / "data" / "tasks" / task_id / name).read_text())
 
 
-def plan_episodes(root: Path, split: str, seed: int) -> list[dict[str, Any]]:
-    """Clean and noisy cells of every scripted task of `split` (tasks of unscripted families are left out)."""
+def plan_episodes(root: Path, split: str, seed: int, read: bool = False) -> list[dict[str, Any]]:
+    """Clean and noisy cells of every scripted task of `split` (tasks of unscripted families are left out);
+    `read`: the cells read the task's values from its instruction (`Script.cells`)."""
     families = scenario_families(root)
     plan = []
     for task_id in split_task_ids(root, split):
@@ -51,9 +52,9 @@ def plan_episodes(root: Path, split: str, seed: int) -> list[dict[str, Any]]:
         if template not in SCRIPTS:
             continue
         public = _task_file(root, task_id, "ground_truth/public_data.json")
-        plan.append({"task_id": task_id, "kind": "clean", "cells": clean_cells(template, public)})
+        plan.append({"task_id": task_id, "kind": "clean", "cells": clean_cells(template, public, read)})
         for kind in NOISE_KINDS:
-            cells = noisy_cells(template, public, kind, seed=f"{seed}:{task_id}")
+            cells = noisy_cells(template, public, kind, seed=f"{seed}:{task_id}", read=read)
             if cells is not None:
                 plan.append({"task_id": task_id, "kind": kind, "cells": cells})
     if not plan:
@@ -64,7 +65,7 @@ def plan_episodes(root: Path, split: str, seed: int) -> list[dict[str, Any]]:
 def played_episodes(config: AppWorldConfig, split: str, seed: int) -> list[dict[str, Any]]:
     """The plan's episodes with the engine's outputs and test results (played once, then read from cache)."""
     root = config.root_path
-    plan = plan_episodes(root, split, seed)
+    plan = plan_episodes(root, split, seed, read=config.demo_values == "read")
     digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
     cache = root / "loop_agents_demos" / f"{split}-{digest}.jsonl"
     if not cache.exists():

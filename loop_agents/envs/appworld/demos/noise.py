@@ -80,16 +80,20 @@ def _with_wrong_answer(cells: list[str], asks_answer: bool, rng: random.Random) 
     return [*cells[:-1], final]
 
 
-def noisy_cells(template: str, public_data: dict[str, Any], kind: str, seed: str) -> list[str] | None:
-    """The script of a task with one mistake of `kind`; None if the family has no such mistake."""
+def noisy_cells(
+    template: str, public_data: dict[str, Any], kind: str, seed: str, read: bool = False
+) -> list[str] | None:
+    """The script of a task with one mistake of `kind`; None if the family has no such mistake. With `read`
+    (values taken from the instruction) the wrong argument is a guessed literal in place of the read value."""
     if kind not in NOISE_KINDS:
         raise ValueError(f"noise kind must be one of {NOISE_KINDS}, got {kind!r}")
     script = script_for(template)
     rng = random.Random(f"{seed}:{template}:{kind}")
     if kind == "wrong_argument":
         slot = rng.choice(script.slots)
-        return script.cells({**public_data, slot: _wrong_value(slot, public_data[slot], rng)})
-    cells = script.cells(public_data)
+        wrong = {**public_data, slot: _wrong_value(slot, public_data[slot], rng)}
+        return script.cells(wrong, read=read, guessed=frozenset({slot}))
+    cells = script.cells(public_data, read=read)
     if kind == "wrong_api":
         return _with_wrong_api(cells, rng)
     return _with_wrong_answer(cells, script.asks_answer, rng)
