@@ -73,7 +73,9 @@ class AppWorldConfig:
         if not self.demo_literal_weight > 0:
             raise ValueError(f"env.options.demo_literal_weight must be > 0, got {self.demo_literal_weight}")
         if self.demo_values not in DEMO_VALUES:
-            raise ValueError(f"env.options.demo_values must be one of {DEMO_VALUES}, got {self.demo_values!r}")
+            raise ValueError(
+                f"env.options.demo_values must be one of {DEMO_VALUES}, got {self.demo_values!r}"
+            )
         if not 0.0 <= self.demo_noise <= 1.0:
             raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")
         if self.execute_timeout_s < 1 or self.max_interactions < 1:

@@ -104,7 +104,9 @@ def test_scripted_episodes_pass_the_engines_tests_and_noisy_ones_fail(appworld_r
     if demo_values == "read":
         assert all("show_active_task()" in e["cells"][0] and "quoted = " not in "".join(e["cells"][1:])
                    for e in clean)  # fmt: skip
-    cache = max((appworld_root / "loop_agents_demos").glob("train-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    cache = max(
+        (appworld_root / "loop_agents_demos").glob("train-*.jsonl"), key=lambda p: p.stat().st_mtime_ns
+    )
     stamp = cache.stat().st_mtime_ns
     assert played_episodes(config, "train", seed=0) == played  # read back, not replayed
     assert cache.stat().st_mtime_ns == stamp

@@ -56,7 +56,9 @@ def written_value(slot: str, value: Any) -> str:
     return repr(value)
 
 
-def values_lines(slots: tuple[str, ...], values: dict[str, Any], read: dict[str, str] | None = None) -> list[str]:
+def values_lines(
+    slots: tuple[str, ...], values: dict[str, Any], read: dict[str, str] | None = None
+) -> list[str]:
     """One line per slot in the slots' order, then date slots converted to ISO dates. A slot in `read` (slot ->
     expression) takes its value from the task's instruction (`tag = quoted[0]`), preceded by the lines that
     fetch the instruction; any other slot is written as a literal (`tag = 'travel'`)."""
@@ -80,7 +82,7 @@ def values_lines(slots: tuple[str, ...], values: dict[str, Any], read: dict[str,
 
 # Reading the values from the task (`env.options.demo_values=read`): the instruction, from the real API, and
 # its quoted names in order. Every self-made family quotes its names and no quoted value holds a quote.
-READ_TASK = ("task = apis.supervisor.show_active_task()['instruction']", "quoted = task.split(\"'\")[1::2]")
+READ_TASK = ("task = apis.supervisor.show_active_task()['instruction']", 'quoted = task.split("\'")[1::2]')
 # How an unquoted slot is read: a date as worded ("April 26, 2023"), a dollar amount, a priority word.
 UNQUOTED_READS = {
     "cutoff": "re.search(r'[A-Z][a-z]+ [0-9]+, [0-9]{4}', task).group()",
@@ -123,7 +125,9 @@ class Script:
             for slot in self.slots
         }
 
-    def cells(self, values: dict[str, Any], read: bool = False, guessed: frozenset[str] = frozenset()) -> list[str]:
+    def cells(
+        self, values: dict[str, Any], read: bool = False, guessed: frozenset[str] = frozenset()
+    ) -> list[str]:
         """The task's values named (as literals, or with `read` taken from the instruction except the `guessed`
         slots, written as literals), the login, then the body's cells."""
         reads = {s: e for s, e in self.reads().items() if s not in guessed} if read else None
