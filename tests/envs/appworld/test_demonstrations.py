@@ -142,6 +142,38 @@ def test_demonstrations_are_drawn_with_the_configured_noise(appworld_root, tiny_
 
 
 @pytest.mark.slow
+def test_habit_mistakes_repeat_one_mistake_per_family(appworld_root, tiny_model_dir) -> None:
+    """`demo_mistakes=habit`: every noisy demonstration of a family has the family's one kind of mistake in the
+    same place (the same wrong API, the same guessed slot, the same wrong answer), drawn with `demo_noise`."""
+    from loop_agents.envs.appworld.demos.episodes import habit_kind
+
+    cfg = compose(["experiment=appworld_demo", f"env.options.root={appworld_root}"])
+    config = AppWorldConfig(root=str(appworld_root), demo_noise=0.8, demos_per_task=4, demo_mistakes="habit",
+                            demo_values="read")  # fmt: skip
+    drawn = appworld_demonstrations(config, make_agent(cfg), "train", cut=lambda text: text)
+    families = scenario_families(appworld_root)
+    mistakes: dict[str, set] = {}
+    for task_id, messages in drawn.demonstrations:
+        family = families[scenario_of(task_id)]
+        cells = [m["content"] for m in messages if m["role"] == "assistant"]
+        clean = [
+            f"```python\n{c}\n```" for c in clean_cells(family, _public(appworld_root, task_id), read=True)
+        ]
+        diff = tuple((i, a) for i, (a, b) in enumerate(zip(cells, clean, strict=True)) if a != b)
+        if (
+            diff
+        ):  # the mistaken cell, with the task's own literal (a guessed value) left in: the same per family
+            mistakes.setdefault(family, set()).add(diff[0][0])
+    assert set(drawn.kinds) == {"clean", *(habit_kind(f, 0) for f in mistakes)}
+    assert mistakes and all(len(places) == 1 for places in mistakes.values()), mistakes
+    assert 0.6 < 1 - drawn.kinds["clean"] / sum(drawn.kinds.values()) < 0.9
+
+
+def _public(root, task_id: str) -> dict:
+    return json.loads((root / "data" / "tasks" / task_id / "ground_truth" / "public_data.json").read_text())
+
+
+@pytest.mark.slow
 def test_splits_are_disjoint_scenarios(appworld_root) -> None:
     """Different scenarios, people and instructions (names, notes, amounts): dev and test are held out."""
     owner: dict[tuple[str, str], str] = {}
@@ -185,3 +217,39 @@ def test_every_name_a_script_copies_is_quoted_in_the_instruction(appworld_root, 
                 assert any(source[i : i + len(copied)] == copied for i in range(len(source))), (task_id, slot)
                 checked.add(family)
     assert {"venmo_pay_friend", "venmo_total_received", "notes_to_todoist_tasks"} <= checked
+
+
+@pytest.mark.slow
+def test_read_values_are_the_tasks_own_on_train_and_held_out_tasks(appworld_root) -> None:
+    """`demo_values=read`: the first cell's reading lines, run on each task's instruction (what
+    `apis.supervisor.show_active_task()` returns), give exactly the task's public values, on dev as on train."""
+    from loop_agents.envs.appworld.demos.episodes import task_values
+    from loop_agents.envs.appworld.demos.scripted import READ_TASK, VARIABLES
+
+    families = scenario_families(appworld_root)
+    checked = set()
+    for split in ("train", "dev"):
+        for task_id in split_task_ids(appworld_root, split):
+            family = families[scenario_of(task_id)]
+            if family not in SCRIPTS:
+                continue
+            specs = json.loads((appworld_root / "data" / "tasks" / task_id / "specs.json").read_text())
+            values = task_values(appworld_root, task_id, family)
+            first = clean_cells(family, values, read=True)[0]
+            reading = first[: first.index("passwords = ")].replace(READ_TASK[0], "")
+            assert repr(specs["instruction"]) not in first and all(
+                written_value(slot, value) not in first for slot, value in values.items()
+            )  # nothing of the task is written in the cell
+            scope: dict = {"task": specs["instruction"]}
+            exec(reading, scope)  # noqa: S102 - our own scripted lines on our own data
+            for (
+                slot,
+                value,
+            ) in values.items():  # dates as the cell leaves them: ISO, as public_data holds them
+                assert scope[VARIABLES.get(slot, slot)] == value, (
+                    task_id,
+                    slot,
+                    scope[VARIABLES.get(slot, slot)],
+                )
+            checked.add(family)
+    assert checked == set(SCRIPTS)
