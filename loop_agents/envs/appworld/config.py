@@ -12,7 +12,6 @@ DEFAULT_PYTHON = REPO_ROOT / ".venv-appworld" / "bin" / "python"  # made by scri
 REWARD_MODES = ("partial", "success")
 SANDBOX_MODES = ("strict", "available", "off")
 DEMO_VALUES = ("literal", "read")
-DEMO_MISTAKES = ("varied", "habit")
 
 
 @dataclass
@@ -59,10 +58,6 @@ class AppWorldConfig:
     # literal: the scripts write the task's values (`tag = 'travel'`); read: they read them from the
     # instruction (`apis.supervisor.show_active_task()`), so no value has to be copied token for token
     demo_values: str = "literal"
-    # varied: a noisy demonstration has any one mistake, its kind and place drawn per task; habit: every noisy
-    # demonstration of a family repeats the family's one mistake (kind and place drawn once per family), a
-    # demonstrator's bad habit that a cloned policy repeats where demo_noise > 0.5 and RL has to unlearn
-    demo_mistakes: str = "varied"
 
     def __post_init__(self) -> None:
         if self.reward not in REWARD_MODES:
@@ -80,10 +75,6 @@ class AppWorldConfig:
         if self.demo_values not in DEMO_VALUES:
             raise ValueError(
                 f"env.options.demo_values must be one of {DEMO_VALUES}, got {self.demo_values!r}"
-            )
-        if self.demo_mistakes not in DEMO_MISTAKES:
-            raise ValueError(
-                f"env.options.demo_mistakes must be one of {DEMO_MISTAKES}, got {self.demo_mistakes!r}"
             )
         if not 0.0 <= self.demo_noise <= 1.0:
             raise ValueError(f"env.options.demo_noise must be in [0, 1], got {self.demo_noise}")

@@ -142,38 +142,6 @@ def test_demonstrations_are_drawn_with_the_configured_noise(appworld_root, tiny_
 
 
 @pytest.mark.slow
-def test_habit_mistakes_repeat_one_mistake_per_family(appworld_root, tiny_model_dir) -> None:
-    """`demo_mistakes=habit`: every noisy demonstration of a family has the family's one kind of mistake in the
-    same place (the same wrong API, the same guessed slot, the same wrong answer), drawn with `demo_noise`."""
-    from loop_agents.envs.appworld.demos.episodes import habit_kind
-
-    cfg = compose(["experiment=appworld_demo", f"env.options.root={appworld_root}"])
-    config = AppWorldConfig(root=str(appworld_root), demo_noise=0.8, demos_per_task=4, demo_mistakes="habit",
-                            demo_values="read")  # fmt: skip
-    drawn = appworld_demonstrations(config, make_agent(cfg), "train", cut=lambda text: text)
-    families = scenario_families(appworld_root)
-    mistakes: dict[str, set] = {}
-    for task_id, messages in drawn.demonstrations:
-        family = families[scenario_of(task_id)]
-        cells = [m["content"] for m in messages if m["role"] == "assistant"]
-        clean = [
-            f"```python\n{c}\n```" for c in clean_cells(family, _public(appworld_root, task_id), read=True)
-        ]
-        diff = tuple((i, a) for i, (a, b) in enumerate(zip(cells, clean, strict=True)) if a != b)
-        if (
-            diff
-        ):  # the mistaken cell, with the task's own literal (a guessed value) left in: the same per family
-            mistakes.setdefault(family, set()).add(diff[0][0])
-    assert set(drawn.kinds) == {"clean", *(habit_kind(f, 0) for f in mistakes)}
-    assert mistakes and all(len(places) == 1 for places in mistakes.values()), mistakes
-    assert 0.6 < 1 - drawn.kinds["clean"] / sum(drawn.kinds.values()) < 0.9
-
-
-def _public(root, task_id: str) -> dict:
-    return json.loads((root / "data" / "tasks" / task_id / "ground_truth" / "public_data.json").read_text())
-
-
-@pytest.mark.slow
 def test_splits_are_disjoint_scenarios(appworld_root) -> None:
     """Different scenarios, people and instructions (names, notes, amounts): dev and test are held out."""
     owner: dict[tuple[str, str], str] = {}

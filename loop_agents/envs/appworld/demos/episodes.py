@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import subprocess
 import tempfile
 import time
@@ -43,17 +42,9 @@ def _task_file(root: Path, task_id: str, name: str) -> Any:
     return json.loads((root / "data" / "tasks" / task_id / name).read_text())
 
 
-def habit_kind(template: str, seed: int) -> str:
-    """The one kind of mistake a family's noisy demonstrations repeat under `demo_mistakes=habit`."""
-    return random.Random(f"habit:{seed}:{template}").choice(NOISE_KINDS)
-
-
-def plan_episodes(
-    root: Path, split: str, seed: int, read: bool = False, habit: bool = False
-) -> list[dict[str, Any]]:
+def plan_episodes(root: Path, split: str, seed: int, read: bool = False) -> list[dict[str, Any]]:
     """Clean and noisy cells of every scripted task of `split` (tasks of unscripted families are left out);
-    `read`: the cells read the task's values from its instruction (`Script.cells`); `habit`: one noisy variant
-    per task, the family's mistake (`habit_kind`) in the family's place (its noise seeded by family, not task)."""
+    `read`: the cells read the task's values from its instruction (`Script.cells`)."""
     families = scenario_families(root)
     plan = []
     for task_id in split_task_ids(root, split):
@@ -62,10 +53,8 @@ def plan_episodes(
             continue
         public = _task_file(root, task_id, "ground_truth/public_data.json")
         plan.append({"task_id": task_id, "kind": "clean", "cells": clean_cells(template, public, read)})
-        kinds = (habit_kind(template, seed),) if habit else NOISE_KINDS
-        for kind in kinds:
-            noise_seed = f"{seed}:{template}" if habit else f"{seed}:{task_id}"
-            cells = noisy_cells(template, public, kind, seed=noise_seed, read=read)
+        for kind in NOISE_KINDS:
+            cells = noisy_cells(template, public, kind, seed=f"{seed}:{task_id}", read=read)
             if cells is not None:
                 plan.append({"task_id": task_id, "kind": kind, "cells": cells})
     if not plan:
@@ -76,9 +65,7 @@ def plan_episodes(
 def played_episodes(config: AppWorldConfig, split: str, seed: int) -> list[dict[str, Any]]:
     """The plan's episodes with the engine's outputs and test results (played once, then read from cache)."""
     root = config.root_path
-    plan = plan_episodes(
-        root, split, seed, read=config.demo_values == "read", habit=config.demo_mistakes == "habit"
-    )
+    plan = plan_episodes(root, split, seed, read=config.demo_values == "read")
     digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
     cache = root / "loop_agents_demos" / f"{split}-{digest}.jsonl"
     if not cache.exists():
