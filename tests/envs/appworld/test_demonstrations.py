@@ -155,6 +155,16 @@ def test_splits_are_disjoint_scenarios(appworld_root) -> None:
     assert len({split for split in owner.values()}) == len(available_splits(appworld_root)) == 4
 
 
+def _scripted_train_and_dev_tasks(root):
+    """(task id, family, specs.json) of every train and dev task whose family has a script."""
+    families = scenario_families(root)
+    for split in ("train", "dev"):
+        for task_id in split_task_ids(root, split):
+            if families[scenario_of(task_id)] in SCRIPTS:
+                specs = json.loads((root / "data" / "tasks" / task_id / "specs.json").read_text())
+                yield task_id, families[scenario_of(task_id)], specs
+
+
 @pytest.mark.slow
 def test_every_name_a_script_copies_is_quoted_in_the_instruction(appworld_root, tiny_model_dir) -> None:
     """A tag, project, title, line, note or friend the first cell writes as `'Elif Moreau'` stands quoted in the
@@ -164,26 +174,18 @@ def test_every_name_a_script_copies_is_quoted_in_the_instruction(appworld_root, 
     from loop_agents.envs.appworld.demos.episodes import task_values
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    families = scenario_families(appworld_root)
     checked = set()
-    for split in ("train", "dev"):
-        for task_id in split_task_ids(appworld_root, split):
-            family = families[scenario_of(task_id)]
-            if family not in SCRIPTS:
+    for task_id, family, specs in _scripted_train_and_dev_tasks(appworld_root):
+        for slot, value in task_values(appworld_root, task_id, family).items():
+            if not isinstance(value, str) or slot in {"cutoff", "since", "priority"}:
                 continue
-            specs = json.loads((appworld_root / "data" / "tasks" / task_id / "specs.json").read_text())
-            for slot, value in task_values(appworld_root, task_id, family).items():
-                if not isinstance(value, str) or slot in {"cutoff", "since", "priority"}:
-                    continue
-                written = written_value(slot, value)
-                assert written in specs["instruction"], (
-                    f"{task_id}: {written} is not in {specs['instruction']!r}"
-                )
-                # as in the cell (`name = 'Elif Moreau'`); the closing quote merges with what follows it
-                copied = tokenizer(f" {written[:-1]}")["input_ids"]
-                source = tokenizer(specs["instruction"])["input_ids"]
-                assert any(source[i : i + len(copied)] == copied for i in range(len(source))), (task_id, slot)
-                checked.add(family)
+            written = written_value(slot, value)
+            assert written in specs["instruction"], f"{task_id}: {written} is not in {specs['instruction']!r}"
+            # as in the cell (`name = 'Elif Moreau'`); the closing quote merges with what follows it
+            copied = tokenizer(f" {written[:-1]}")["input_ids"]
+            source = tokenizer(specs["instruction"])["input_ids"]
+            assert any(source[i : i + len(copied)] == copied for i in range(len(source))), (task_id, slot)
+            checked.add(family)
     assert {"venmo_pay_friend", "venmo_total_received", "notes_to_todoist_tasks"} <= checked
 
 
@@ -194,30 +196,18 @@ def test_read_values_are_the_tasks_own_on_train_and_held_out_tasks(appworld_root
     from loop_agents.envs.appworld.demos.episodes import task_values
     from loop_agents.envs.appworld.demos.scripted import READ_TASK, VARIABLES
 
-    families = scenario_families(appworld_root)
     checked = set()
-    for split in ("train", "dev"):
-        for task_id in split_task_ids(appworld_root, split):
-            family = families[scenario_of(task_id)]
-            if family not in SCRIPTS:
-                continue
-            specs = json.loads((appworld_root / "data" / "tasks" / task_id / "specs.json").read_text())
-            values = task_values(appworld_root, task_id, family)
-            first = clean_cells(family, values, read=True)[0]
-            reading = first[: first.index("passwords = ")].replace(READ_TASK[0], "")
-            assert repr(specs["instruction"]) not in first and all(
-                written_value(slot, value) not in first for slot, value in values.items()
-            )  # nothing of the task is written in the cell
-            scope: dict = {"task": specs["instruction"]}
-            exec(reading, scope)  # noqa: S102 - our own scripted lines on our own data
-            for (
-                slot,
-                value,
-            ) in values.items():  # dates as the cell leaves them: ISO, as public_data holds them
-                assert scope[VARIABLES.get(slot, slot)] == value, (
-                    task_id,
-                    slot,
-                    scope[VARIABLES.get(slot, slot)],
-                )
-            checked.add(family)
+    for task_id, family, specs in _scripted_train_and_dev_tasks(appworld_root):
+        values = task_values(appworld_root, task_id, family)
+        first = clean_cells(family, values, read=True)[0]
+        reading = first[: first.index("passwords = ")].replace(READ_TASK[0], "")
+        assert repr(specs["instruction"]) not in first and all(
+            written_value(slot, value) not in first for slot, value in values.items()
+        )  # nothing of the task is written in the cell
+        scope: dict = {"task": specs["instruction"]}
+        exec(reading, scope)  # noqa: S102 - our own scripted lines on our own data
+        # dates as the cell leaves them: ISO, as public_data holds them
+        read = {slot: scope[VARIABLES.get(slot, slot)] for slot in values}
+        assert read == values, (task_id, read, values)
+        checked.add(family)
     assert checked == set(SCRIPTS)
