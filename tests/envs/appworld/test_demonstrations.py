@@ -194,13 +194,13 @@ def test_read_values_are_the_tasks_own_on_train_and_held_out_tasks(appworld_root
     """`demo_values=read`: the first cell's reading lines, run on each task's instruction (what
     `apis.supervisor.show_active_task()` returns), give exactly the task's public values, on dev as on train."""
     from loop_agents.envs.appworld.demos.episodes import task_values
-    from loop_agents.envs.appworld.demos.scripted import READ_TASK, VARIABLES
+    from loop_agents.envs.appworld.demos.scripted import TASK_LINE, VARIABLES
 
     checked = set()
     for task_id, family, specs in _scripted_train_and_dev_tasks(appworld_root):
         values = task_values(appworld_root, task_id, family)
         first = clean_cells(family, values, read=True)[0]
-        reading = first[: first.index("passwords = ")].replace(READ_TASK[0], "")
+        reading = first[: first.index("passwords = ")].replace(TASK_LINE, "")
         assert repr(specs["instruction"]) not in first and all(
             written_value(slot, value) not in first for slot, value in values.items()
         )  # nothing of the task is written in the cell

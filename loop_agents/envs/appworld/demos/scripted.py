@@ -69,7 +69,7 @@ def values_lines(
     ]
     if read:
         uses_quoted = any(expression.startswith("quoted[") for expression in read.values())
-        lines = [READ_TASK[0], *READ_TASK[1:] * uses_quoted, *lines]
+        lines = [TASK_LINE, *([QUOTED_LINE] if uses_quoted else []), *lines]
         if any(slot in DATE_SLOTS for slot in read):
             lines.insert(0, "import re")
     dates = [slot for slot in slots if slot in DATE_SLOTS]
@@ -82,11 +82,11 @@ def values_lines(
 
 # Reading the values from the task (`env.options.demo_values=read`): the instruction, from the real API, and
 # its quoted names in order. Every self-made family quotes its names and no quoted value holds a quote.
-READ_TASK = ("task = apis.supervisor.show_active_task()['instruction']", 'quoted = task.split("\'")[1::2]')
+TASK_LINE = "task = apis.supervisor.show_active_task()['instruction']"
+QUOTED_LINE = 'quoted = task.split("\'")[1::2]'
 # How an unquoted slot is read: a date as worded ("April 26, 2023"), a dollar amount, a priority word.
 UNQUOTED_READS = {
-    "cutoff": "re.search(r'[A-Z][a-z]+ [0-9]+, [0-9]{4}', task).group()",
-    "since": "re.search(r'[A-Z][a-z]+ [0-9]+, [0-9]{4}', task).group()",
+    **{slot: "re.search(r'[A-Z][a-z]+ [0-9]+, [0-9]{4}', task).group()" for slot in DATE_SLOTS},
     "amount": "float(task.split('$')[1].split()[0])",
     "priority": "task.split('-priority')[0].split()[-1]",
 }
