@@ -56,7 +56,7 @@ def test_only_the_cells_literal_tokens_weigh_more(tiny_model_dir) -> None:
 @pytest.mark.slow  # builds AppWorld data and plays the scripts through the engine
 def test_every_clean_demonstration_weighs_its_tasks_values(appworld_root, tiny_model_dir) -> None:
     cfg = compose(["experiment=debug", f"env.options.root={appworld_root}", "env.options.demo_noise=0",
-                   "env.options.demo_literal_weight=3"])  # fmt: skip
+                   "env.options.demo_literal_weight=3", "env.options.demo_values=literal"])  # fmt: skip
     chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
     demos = demonstrations(cfg, chat)
     rows = demonstration_weights(cfg, chat, demos)
@@ -71,3 +71,15 @@ def test_every_clean_demonstration_weighs_its_tasks_values(appworld_root, tiny_m
         ["experiment=debug", f"env.options.root={appworld_root}", "env.options.demo_literal_weight=1"]
     )
     assert demonstration_weights(unweighted, chat, demos) is None  # weight 1: every token alike
+
+
+@pytest.mark.slow  # builds AppWorld data and plays the scripts through the engine
+def test_read_values_leave_no_literal_to_weigh(appworld_root, tiny_model_dir) -> None:
+    """With `demo_values=read` (the presets) the cells hold none of the task's values, so the weight is inert."""
+    cfg = compose(["experiment=debug", f"env.options.root={appworld_root}", "env.options.demo_noise=0",
+                   "env.options.demo_literal_weight=3", "env.options.demo_values=read"])  # fmt: skip
+    chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
+    demos = demonstrations(cfg, chat)
+    rows = demonstration_weights(cfg, chat, demos)
+    assert demos and len(rows) == len(demos)
+    assert all(set(row) == {1.0} for row in rows)
