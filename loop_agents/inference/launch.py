@@ -88,6 +88,8 @@ def server_command(config: InferenceConfig, port: int) -> list[str]:
         cmd += ["--gpu-memory-utilization", str(config.gpu_memory_utilization)]
     if config.enforce_eager:
         cmd.append("--enforce-eager")
+    if config.block_size is not None:
+        cmd += ["--block-size", str(config.block_size)]
     if config.max_num_seqs is not None:
         cmd += ["--max-num-seqs", str(config.max_num_seqs)]
     if config.time_share_mode == "sleep":

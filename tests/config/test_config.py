@@ -85,6 +85,10 @@ def test_loop_preset_matches_the_paper() -> None:
         ),
         (["llm.tiny.num_kv_heads=0"], "llm.tiny.num_kv_heads=0 is out of range; it must be >= 1"),
         (
+            ["gpu_allocation.cpu_kv_block_size=24"],
+            "gpu_allocation.cpu_kv_block_size=24 must be a positive multiple of 16",
+        ),
+        (
             ["env=appworld", "env.options.rooot=/data"],
             "env.options.rooot: not a setting of env 'appworld' (check the spelling); allowed: ",
         ),

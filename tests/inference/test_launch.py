@@ -17,7 +17,9 @@ from tests.inference.conftest import tiny_inference_config
 
 
 def test_command_has_the_flags_from_config(tiny_model_dir, tmp_path):
-    config = tiny_inference_config(tiny_model_dir, str(tmp_path), gpu_ids=[4, 5], gpu_memory_utilization=0.5)
+    config = tiny_inference_config(
+        tiny_model_dir, str(tmp_path), gpu_ids=[4, 5], gpu_memory_utilization=0.5, block_size=32
+    )
     cmd = server_command(config, 5555)
     assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     joined = " ".join(cmd)
@@ -30,6 +32,7 @@ def test_command_has_the_flags_from_config(tiny_model_dir, tmp_path):
         "--return-tokens-as-token-ids",
         "--enable-prefix-caching",
         "--dtype float32",
+        "--block-size 32",
     ):
         assert flag in joined
 

