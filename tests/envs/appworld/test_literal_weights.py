@@ -53,13 +53,18 @@ def test_only_the_cells_literal_tokens_weigh_more(tiny_model_dir) -> None:
         assert all(mask for mask, w in zip(traj.loss_mask, row, strict=True) if w != 1.0)  # never the prompt
 
 
-@pytest.mark.slow  # builds AppWorld data and plays the scripts through the engine
-def test_every_clean_demonstration_weighs_its_tasks_values(appworld_root, tiny_model_dir) -> None:
+def _clean_demonstrations_weighed_3x(appworld_root, tiny_model_dir, values: str):
+    """The debug preset's clean demonstrations with `demo_values=values`, their chat format and weight rows."""
     cfg = compose(["experiment=debug", f"env.options.root={appworld_root}", "env.options.demo_noise=0",
-                   "env.options.demo_literal_weight=3", "env.options.demo_values=literal"])  # fmt: skip
+                   "env.options.demo_literal_weight=3", f"env.options.demo_values={values}"])  # fmt: skip
     chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
     demos = demonstrations(cfg, chat)
-    rows = demonstration_weights(cfg, chat, demos)
+    return chat, demos, demonstration_weights(cfg, chat, demos)
+
+
+@pytest.mark.slow  # builds AppWorld data and plays the scripts through the engine
+def test_every_clean_demonstration_weighs_its_tasks_values(appworld_root, tiny_model_dir) -> None:
+    chat, demos, rows = _clean_demonstrations_weighed_3x(appworld_root, tiny_model_dir, "literal")
     families = scenario_families(appworld_root)
     for traj, row in zip(demos, rows, strict=True):
         literals = task_literals(appworld_root, traj.task_id)
@@ -76,10 +81,6 @@ def test_every_clean_demonstration_weighs_its_tasks_values(appworld_root, tiny_m
 @pytest.mark.slow  # builds AppWorld data and plays the scripts through the engine
 def test_read_values_leave_no_literal_to_weigh(appworld_root, tiny_model_dir) -> None:
     """With `demo_values=read` (the presets) the cells hold none of the task's values, so the weight is inert."""
-    cfg = compose(["experiment=debug", f"env.options.root={appworld_root}", "env.options.demo_noise=0",
-                   "env.options.demo_literal_weight=3", "env.options.demo_values=read"])  # fmt: skip
-    chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
-    demos = demonstrations(cfg, chat)
-    rows = demonstration_weights(cfg, chat, demos)
+    _, demos, rows = _clean_demonstrations_weighed_3x(appworld_root, tiny_model_dir, "read")
     assert demos and len(rows) == len(demos)
     assert all(set(row) == {1.0} for row in rows)
