@@ -21,10 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import aiohttp
-
+from benchmarks.rollout_throughput import _raw
 from benchmarks.trl_compare import build_model
-from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.random_adapter import write_random_lora_adapter
 from loop_agents.inference.server import VLLMServer
@@ -42,19 +40,9 @@ def group_prompts(rng: random.Random) -> list[list[int]]:
     return prompts
 
 
-async def _batch(url: str, model: str, prompts: list[list[int]]) -> None:
-    async with aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0), headers=auth_headers()
-    ) as session:
-
-        async def one(prompt: list[int]) -> None:
-            body = {"model": model, "prompt": prompt, "max_tokens": NEW_TOKENS, "temperature": 1.0,
-                    "ignore_eos": True, "logprobs": 0, "return_token_ids": True}  # fmt: skip
-            async with session.post(f"{url}/v1/completions", json=body) as reply:
-                reply.raise_for_status()
-                await reply.json()
-
-        await asyncio.gather(*(one(p) for p in prompts))
+def _batch(url: str, prompts: list[list[int]]) -> None:
+    """All prompts in flight at once, each generating NEW_TOKENS tokens from the adapter."""
+    asyncio.run(_raw(url, "bench", prompts, NEW_TOKENS, len(prompts), ignore_eos=True))
 
 
 def measure(
@@ -70,12 +58,12 @@ def measure(
     server.start()
     try:
         server.load_adapter(adapter, "bench")
-        asyncio.run(_batch(server.url, "bench", group_prompts(rng)))  # warm-up
+        _batch(server.url, group_prompts(rng))  # warm-up
         seconds = []
         for _ in range(batches):
             prompts = group_prompts(rng)
             started = time.perf_counter()
-            asyncio.run(_batch(server.url, "bench", prompts))
+            _batch(server.url, prompts)
             seconds.append(round(time.perf_counter() - started, 2))
         return seconds
     finally:

