@@ -1,6 +1,14 @@
 """Learner tokens/s with shared-prefix learning vs the unshared learner, on an AppWorld-shaped group.
 
 `python -m benchmarks.learner_prefix_sharing [--quick]` prints a JSON dict. One group of K = 6
+# decoder shapes: "256", the 4-layer 256-wide model of the first runs; "896", two layers of Qwen2.5-0.5B's shape
+# (hidden 896, 14 heads, 2 KV heads, MLP 4864). At 4.5k tokens a 256-wide layer spends most of its FLOPs in
+# attention, which sharing saves less of (the suffixes still attend to the whole prompt); a real model's layer
+# is wider, so its matmuls, which sharing saves in full (2.84x fewer token-forwards), weigh more.
+WIDTHS = {
+    "256": dict(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=768),
+    "896": dict(hidden_size=896, num_layers=2, num_heads=14, num_kv_heads=2, intermediate_size=4864),
+}
 trajectories shares a long prompt token for token (AppWorld: a ~3.5k-token system prompt + worked
 example), then each plays several turns of generated tokens (trained) and observations (not trained).
 Full size: prompt 3,500 tokens, 4 turns of 220 generated + 30 observation tokens (~1k generated per
@@ -31,6 +39,14 @@ import time
 import torch
 
 K = 6
+# decoder shapes: "256", the 4-layer 256-wide model of the first runs; "896", two layers of Qwen2.5-0.5B's shape
+# (hidden 896, 14 heads, 2 KV heads, MLP 4864). At 4.5k tokens a 256-wide layer spends most of its FLOPs in
+# attention, which sharing saves less of (the suffixes still attend to the whole prompt); a real model's layer
+# is wider, so its matmuls, which sharing saves in full (2.84x fewer token-forwards), weigh more.
+WIDTHS = {
+    "256": dict(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=768),
+    "896": dict(hidden_size=896, num_layers=2, num_heads=14, num_kv_heads=2, intermediate_size=4864),
+}
 
 
 def _group(prompt_len: int, turns: int, gen: int, obs: int, vocab: int, seed: int = 0):
@@ -86,18 +102,13 @@ def _exact_sampler_logprobs(learner, trajectories) -> None:
         traj.sample_logprobs = full.tolist()
 
 
-def run(quick: bool = False, repetitions: int = 2, threads: int = 1) -> dict:
+def run(quick: bool = False, repetitions: int = 2, threads: int = 1, width: str = "256") -> dict:
     from loop_agents.learner import Learner, LearnerConfig
     from loop_agents.learner.precision import cpu_has_bf16
     from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
     torch.set_num_threads(threads)
-    model_dir = str(
-        build_tiny_model(
-            tempfile.mkdtemp(),
-            TinyModelSpec(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=768),
-        )
-    )
+    model_dir = str(build_tiny_model(tempfile.mkdtemp(), TinyModelSpec(**WIDTHS[width])))
     shape = dict(prompt_len=896, turns=2, gen=96, obs=32) if quick else FULL_SHAPE
     trajectories, algorithm, length = advantaged_group(shape, vocab=1000)
     base = dict(
@@ -137,6 +148,7 @@ def run(quick: bool = False, repetitions: int = 2, threads: int = 1) -> dict:
     result = {
         "batch": f"{K} x {length} tokens sharing a {shape['prompt_len']}-token prompt "
         f"({shape['turns']} turns of {shape['gen']} generated + {shape['obs']} observation tokens)",
+        "model": f"Qwen2 decoder, {WIDTHS[width]}",
         "threads": torch.get_num_threads(),
         "tokens_per_iteration": tokens,
         "token_forwards_shared": tokens - (K - 1) * shape["prompt_len"],
@@ -158,12 +170,12 @@ def run(quick: bool = False, repetitions: int = 2, threads: int = 1) -> dict:
     return result
 
 
-def bench(quick: bool = False) -> dict:
+def bench(quick: bool = False, width: str = "256") -> dict:
     """Entry point of `python -m benchmarks run learner_prefix_sharing`."""
-    result = run(quick=quick)
+    result = run(quick=quick, width=width)
     rates = result["tokens_per_cpu_s"]
     summary = (
-        f"shared {rates['shared']:.0f} vs unshared {rates['unshared']:.0f} tok per CPU-s ({result['batch']}, "
+        f"shared {rates['shared']:.0f} vs unshared {rates['unshared']:.0f} tok per CPU-s ({result['batch']}, {width} wide, "
         f"{result['threads']} thread); old log-probs from the sampler: iteration "
         f"{result['sampler_logprobs_iteration_speedup']:.2f}x"
     )
@@ -180,4 +192,6 @@ def bench(quick: bool = False) -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    print(json.dumps(bench(quick=parser.parse_args().quick), indent=2))
+    parser.add_argument("--width", choices=sorted(WIDTHS), default="256", help="decoder shape (WIDTHS)")
+    args = parser.parse_args()
+    print(json.dumps(bench(quick=args.quick, width=args.width), indent=2))

@@ -60,6 +60,12 @@ BENCHMARKS: list[Benchmark] = [
         ">= 2.5",
     ),
     Benchmark(
+        "learner_prefix_sharing_896",
+        "benchmarks.learner_prefix_sharing_896:bench",
+        "The same with two decoder layers of Qwen2.5-0.5B's shape (hidden 896, MLP 4864) instead of 256 wide",
+        ">= 2.5",
+    ),
+    Benchmark(
         "rollout_throughput",
         "benchmarks.rollout_throughput:bench",
         "Generated tokens/s through our client vs raw HTTP to the same vLLM server, same prompts and concurrency",
