@@ -1,14 +1,6 @@
 """Learner tokens/s with shared-prefix learning vs the unshared learner, on an AppWorld-shaped group.
 
-`python -m benchmarks.learner_prefix_sharing [--quick]` prints a JSON dict. One group of K = 6
-# decoder shapes: "256", the 4-layer 256-wide model of the first runs; "896", two layers of Qwen2.5-0.5B's shape
-# (hidden 896, 14 heads, 2 KV heads, MLP 4864). At 4.5k tokens a 256-wide layer spends most of its FLOPs in
-# attention, which sharing saves less of (the suffixes still attend to the whole prompt); a real model's layer
-# is wider, so its matmuls, which sharing saves in full (2.84x fewer token-forwards), weigh more.
-WIDTHS = {
-    "256": dict(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=768),
-    "896": dict(hidden_size=896, num_layers=2, num_heads=14, num_kv_heads=2, intermediate_size=4864),
-}
+`python -m benchmarks.learner_prefix_sharing [--quick] [--width 256|896]` prints a JSON dict. One group of K = 6
 trajectories shares a long prompt token for token (AppWorld: a ~3.5k-token system prompt + worked
 example), then each plays several turns of generated tokens (trained) and observations (not trained).
 Full size: prompt 3,500 tokens, 4 turns of 220 generated + 30 observation tokens (~1k generated per

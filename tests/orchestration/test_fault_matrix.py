@@ -259,15 +259,11 @@ def test_faults_recovered_inside_the_training_process_finish_every_iteration(tmp
     assert "[cluster] evaluator died" in output
     at = {victim: iteration for iteration, victim in killed_in.items()}
     restarts = {r["iteration"]: r["cluster/actor_restarts"] for r in rows}
-    for (
-        iteration,
-        count,
-    ) in restarts.items():  # the evaluator's restart counts once its evaluation is collected
+    # the evaluator's restart counts from the iteration whose evaluation notices it, which may be a later one
+    for iteration, count in restarts.items():
         actors = (iteration >= at["rollout_worker"]) + (iteration >= at["inference_0"])
-        assert count == actors or (iteration >= at["evaluator"] and count == actors + 1), (
-            iteration,
-            restarts,
-        )
+        evaluator_counted = iteration >= at["evaluator"] and count == actors + 1
+        assert count == actors or evaluator_counted, (iteration, restarts)
     in_inference_kill = rows[at["inference_0"] - 1]
     assert in_inference_kill["cluster/restarts_inference"] == 1 and in_inference_kill["collect/retried"] >= 1
     assert "[supervisor]" not in output
