@@ -135,22 +135,24 @@ def build_model(size: str) -> tuple[Path, int]:
     return out, params
 
 
-def prompt_order(generations: int) -> list[str]:
-    """The task ids our driver samples for iterations 1..generations (seed 0), in order."""
+def prompt_order(generations: int, seed: int = 0) -> list[str]:
+    """The task ids our driver (`run.seed=seed`) samples for iterations 1..generations, in order."""
     from loop_agents.envs.bundled.tasks import task_ids
     from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 
-    sampler = TaskSampler(task_ids("train"), 0, SamplerState())
+    sampler = TaskSampler(task_ids("train"), seed, SamplerState())
     ids: list[str] = []
     for _ in range(generations):
         ids += sampler.sample(TASKS_PER_GENERATION)
     return ids
 
 
-def our_overrides(model_dir: Path, run_dir: Path, generations: int, case: Case, precision: str) -> list[str]:
+def our_overrides(
+    model_dir: Path, run_dir: Path, generations: int, case: Case, precision: str, seed: int = 0
+) -> list[str]:
     return [
         f"run.dir={run_dir}",
-        "run.seed=0",
+        f"run.seed={seed}",
         f"run.iterations={generations}",
         "llm=tiny",
         f"llm.model_path={model_dir}",
@@ -185,7 +187,7 @@ def our_overrides(model_dir: Path, run_dir: Path, generations: int, case: Case, 
     ]
 
 
-def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision: str) -> dict:
+def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision: str, seed: int = 0) -> dict:
     generations = case.generations
     run_dir = TMP / f"s14b_trl_compare_ours_{tag}_{os.getpid()}"
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -193,7 +195,7 @@ def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision:
         sys.executable,
         "-m",
         "loop_agents.train",
-        *our_overrides(model_dir, run_dir, generations, case, precision),
+        *our_overrides(model_dir, run_dir, generations, case, precision, seed),
     ]
     env = dict(os.environ, RAY_DISABLE_DASHBOARD="1", RAY_USAGE_STATS_ENABLED="0")
     t0 = time.perf_counter()
@@ -216,6 +218,7 @@ def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision:
     seconds = sum(r["time/iteration"] for r in steady)
     result = {
         "side": "ours",
+        "seed": seed,
         "samples_per_s": samples / seconds,
         "block_s": [round(r["time/iteration"], 2) for r in rows],
         "rollout_s": [round(r["time/rollout"], 2) for r in rows],
@@ -238,7 +241,7 @@ def run_ours(model_dir: Path, case: Case, tag: str, timeout_s: float, precision:
     return result
 
 
-def run_trl(model_dir: Path, case: Case, tag: str, timeout_s: float, precision: str) -> dict:
+def run_trl(model_dir: Path, case: Case, tag: str, timeout_s: float, precision: str, seed: int = 0) -> dict:
     generations = case.generations
     if not TRL_PYTHON.exists():
         raise RuntimeError(f"{TRL_PYTHON} not found: run `bash benchmarks/trl_compare/install.sh` first")
@@ -247,7 +250,8 @@ def run_trl(model_dir: Path, case: Case, tag: str, timeout_s: float, precision: 
     out.mkdir(parents=True)
     spec = {
         "model_dir": str(model_dir),
-        "task_ids": prompt_order(generations),
+        "task_ids": prompt_order(generations, seed),
+        "seed": seed,
         "group_size": GROUP_SIZE,
         "tasks_per_generation": TASKS_PER_GENERATION,
         "minibatch": MINIBATCH,
@@ -283,6 +287,7 @@ def run_trl(model_dir: Path, case: Case, tag: str, timeout_s: float, precision: 
     shutil.rmtree(out, ignore_errors=True)
     return {
         "side": "trl",
+        "seed": seed,
         **res,
         "block_s": [round(b, 2) for b in blocks],
         "samples_per_s": res["generation_batch"] * (generations - 1) / sum(blocks[1:]),
@@ -294,9 +299,13 @@ def measure_case(case: Case, rounds: int, timeout_s: float, precision: str = "fp
     runs: dict[str, list[dict]] = {"ours": [], "trl": []}
     for r in range(rounds):
         order = ("ours", "trl") if r % 2 == 0 else ("trl", "ours")
+        # time to a reward depends on the sampled episodes: each round is another seed (the same on both sides:
+        # task order, sampling, initialisation), so the rounds are draws of it, not one draw repeated (TRL's
+        # run is deterministic given its seed). Throughput rounds keep seed 0 (the same work every round).
+        seed = r if case.target_reward is not None else 0
         for side in order:
             fn = run_ours if side == "ours" else run_trl
-            res = fn(model_dir, case, f"{case.name}_r{r}", timeout_s, precision)
+            res = fn(model_dir, case, f"{case.name}_r{r}", timeout_s, precision, seed)
             runs[side].append(res)
             print(f"[trl_compare] {case.name} round {r} {side}: {res['samples_per_s']:.2f} samples/s "
                   f"(load {res['load_avg_1m']})", file=sys.stderr, flush=True)  # fmt: skip
@@ -304,12 +313,15 @@ def measure_case(case: Case, rounds: int, timeout_s: float, precision: str = "fp
     trl = statistics.median(x["samples_per_s"] for x in runs["trl"])
     extra = {}
     if case.target_reward is not None:
+        seconds = {
+            side: [time_to_reward(x["block_s"], x["reward"], case.target_reward) for x in runs[side]]
+            for side in runs
+        }
         extra = {
             "target_reward": case.target_reward,
-            "seconds_to_target": {
-                side: [time_to_reward(x["block_s"], x["reward"], case.target_reward) for x in runs[side]]
-                for side in runs
-            },
+            "seeds": list(range(rounds)),
+            "seconds_to_target": seconds,
+            "time_to_target_ratio": time_to_target_ratio(seconds["ours"], seconds["trl"]),
         }
     return {
         **extra,
@@ -321,6 +333,13 @@ def measure_case(case: Case, rounds: int, timeout_s: float, precision: str = "fp
         "load_avg_1m": [x["load_avg_1m"] for side in ("ours", "trl") for x in runs[side]],
         "runs": runs,
     }
+
+
+def time_to_target_ratio(ours: list[float | None], trl: list[float | None]) -> float | None:
+    """Median seconds TRL took to the target over ours' median (the seeds' draws); None if a run never got there."""
+    if not ours or None in ours or None in trl:
+        return None
+    return round(statistics.median(trl) / statistics.median(ours), 3)
 
 
 def time_to_reward(block_s: list[float], rewards: list[float], target: float) -> float | None:

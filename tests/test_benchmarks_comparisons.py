@@ -39,6 +39,16 @@ def test_trl_compare_our_config_matches_the_trl_side(tmp_path):
         assert cfg.llm.max_model_len >= 70 + case.turns * (case.max_new_tokens + 40)
     ids = trl_compare.prompt_order(2)
     assert len(ids) == 2 * trl_compare.TASKS_PER_GENERATION and set(ids) <= set(task_ids("train"))
+    # a time-to-reward round's seed reaches our run and the task order TRL is fed
+    case = next(c for c in trl_compare.CASES if c.target_reward is not None)
+    cfg = compose(trl_compare.our_overrides(tmp_path / "model", tmp_path / "run", 4, case, "fp32", seed=2))
+    assert cfg.run.seed == 2 and trl_compare.prompt_order(2, seed=2) != ids
+
+
+def test_time_to_target_ratio_is_of_the_medians_and_needs_every_run_to_arrive():
+    assert trl_compare.time_to_target_ratio([30.0, 20.0, 25.0], [40.0, 50.0, 45.0]) == 1.8
+    assert trl_compare.time_to_target_ratio([30.0, None], [40.0, 41.0]) is None
+    assert trl_compare.time_to_target_ratio([30.0], [None]) is None
 
 
 def test_trl_multi_turn_reward_is_what_the_rollout_recorded():

@@ -187,7 +187,7 @@ def main(spec_path: str) -> None:
         save_strategy="no",
         logging_steps=1,
         disable_tqdm=True,
-        seed=0,
+        seed=int(spec.get("seed", 0)),
         learning_rate=float(spec["lr"]),
         max_grad_norm=1.0,
         lr_scheduler_type="constant",

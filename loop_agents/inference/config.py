@@ -36,6 +36,9 @@ class InferenceConfig:
     cpu_threads: int | None = (
         None  # CPU only: OMP threads of the engine (OMP_NUM_THREADS; None = vLLM's choice)
     )
+    # seconds vLLM's shared-memory queue readers spin after a read before sleeping (None = vLLM's 1 s);
+    # set: spin this long, then sleep on the writer's notification, rechecking every 1 ms (shm_busy_loop.py)
+    shm_busy_loop_s: float | None = None
     cpu_threads_bind: str | None = None  # CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. "0-3", "auto", "nobind"
     # CPU only: LD_PRELOAD tcmalloc + Intel OpenMP where found (inference/cpu_runtime.py). Off unless
     # LOOP_AGENTS_CPU_PRELOAD=1: not faster on the 2-core development machine (benchmarks/cpu_preload.py)
@@ -109,6 +112,8 @@ class InferenceConfig:
             raise ValueError(
                 f"inference.tensor_parallel_size={self.tensor_parallel_size} but {len(self.gpu_ids)} gpu_ids given"
             )
+        if self.shm_busy_loop_s is not None and not self.shm_busy_loop_s >= 0:
+            raise ValueError(f"inference.shm_busy_loop_s must be >= 0 or None, got {self.shm_busy_loop_s}")
         if self.port is not None and not 0 < self.port < 65536:
             raise ValueError(f"inference.port={self.port} is not a valid TCP port")
 

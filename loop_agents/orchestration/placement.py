@@ -42,6 +42,7 @@ def plan(cfg: DictConfig, gpu_memory_gb: float = DEFAULT_GPU_MEMORY_GB) -> dict[
                 "threads": alloc.cpu_inference_threads,
                 "kv_cache_gb": alloc.cpu_kv_cache_gb,
                 "kv_block_size": alloc.cpu_kv_block_size,
+                "shm_busy_loop_s": alloc.cpu_shm_busy_loop_s,
                 "tensor_parallel": 1,
             }
         ]

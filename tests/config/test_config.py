@@ -89,6 +89,10 @@ def test_loop_preset_matches_the_paper() -> None:
             "gpu_allocation.cpu_kv_block_size=24 must be a positive multiple of 16",
         ),
         (
+            ["gpu_allocation.cpu_shm_busy_loop_s=-1"],
+            "gpu_allocation.cpu_shm_busy_loop_s=-1.0 must be >= 0 seconds or null",
+        ),
+        (
             ["env=appworld", "env.options.rooot=/data"],
             "env.options.rooot: not a setting of env 'appworld' (check the spelling); allowed: ",
         ),

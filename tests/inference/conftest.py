@@ -39,6 +39,7 @@ def tiny_inference_config(model_dir: str, run_dir: str, **overrides) -> Inferenc
         dtype="float32",
         cpu_kvcache_space_gib=1.0,
         block_size=32,  # as gpu_allocation.cpu_kv_block_size: a group's prompt blocks are shared
+        shm_busy_loop_s=0.0,  # as gpu_allocation.cpu_shm_busy_loop_s: no core spun between engine steps
         run_dir=run_dir,
         startup_timeout_s=600.0,
         health_interval_s=2.0,

@@ -50,3 +50,23 @@ def test_the_cpu_server_shares_prompts_in_32_token_blocks():
     assert (
         inference_settings.inference_config(cfg, "/model", plan(cfg)["inference_servers"][0]).block_size == 64
     )
+
+
+def test_the_cpu_server_sleeps_instead_of_spinning_unless_told():
+    from loop_agents.config.load import compose
+    from loop_agents.inference.launch import server_environment
+    from loop_agents.orchestration.placement import plan
+
+    def settings(*overrides):
+        cfg = compose(["experiment=debug", *overrides])
+        return inference_settings.inference_config(cfg, "/model", plan(cfg)["inference_servers"][0])
+
+    assert settings().shm_busy_loop_s == 0.0
+    assert server_environment(settings())["LOOP_AGENTS_SHM_BUSY_LOOP_S"] == "0.0"
+    assert settings("gpu_allocation.cpu_shm_busy_loop_s=0.25").shm_busy_loop_s == 0.25
+    vllms_own = settings("gpu_allocation.cpu_shm_busy_loop_s=null")
+    assert vllms_own.shm_busy_loop_s is None
+    # a value left in the caller's environment does not leak into a server configured for vLLM's spin
+    assert "LOOP_AGENTS_SHM_BUSY_LOOP_S" not in server_environment(
+        vllms_own, base={"LOOP_AGENTS_SHM_BUSY_LOOP_S": "0.0", "PATH": "/usr/bin"}
+    )

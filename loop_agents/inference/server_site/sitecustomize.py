@@ -39,6 +39,13 @@ if os.environ.get("LOOP_AGENTS_GUARD_ALL_ROUTES") == "1":
     patch_on_import(MIDDLEWARE_MODULE, guard_every_route)
 
 
+if os.environ.get("LOOP_AGENTS_SHM_BUSY_LOOP_S"):
+    from loop_agents.inference.patch_on_import import patch_on_import
+    from loop_agents.inference.shm_busy_loop import SHM_MODULE, shorten_busy_loop
+
+    patch_on_import(SHM_MODULE, shorten_busy_loop)
+
+
 def _import_the_next_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     module = sys.modules.pop(__name__)
