@@ -382,6 +382,11 @@ def bench(quick: bool = False) -> dict:
             parts.append(f"{name}: FAILED ({r['error'].strip().splitlines()[0][:100]})")
             continue
         loads = "/".join(f"{x:g}" for x in r["load_avg_1m"])
+        if r.get("target_reward") is not None:
+            parts.append(
+                f"{name}: seconds to training reward {r['target_reward']} ours {r['seconds_to_target']['ours']} "
+                f"vs TRL {r['seconds_to_target']['trl']} (seeds {r['seeds']}) = {r['time_to_target_ratio']}x"
+            )
         parts.append(
             f"{name} ({r['params_m']} M, {r['setup']}): ours {r['ours_samples_per_s']:.2f} vs TRL "
             f"{r['trl_samples_per_s']:.2f} samples/s = {r['ratio']:.2f}x (load {loads})"
@@ -400,6 +405,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="our loop vs TRL GRPOTrainer; prints the JSON result")
     parser.add_argument("--quick", action="store_true", help="one round instead of two")
     parser.add_argument(
+        "--rounds", type=int, help="rounds per case (overrides --quick); time-to-reward round r runs seed r"
+    )
+    parser.add_argument(
         "--precision",
         choices=("fp32", "bf16"),
         default="fp32",
@@ -408,4 +416,5 @@ if __name__ == "__main__":
     parser.add_argument("--case", nargs="+", choices=[c.name for c in CASES], help="default: every case")
     args = parser.parse_args()
     chosen = tuple(c for c in CASES if not args.case or c.name in args.case)
-    print(json.dumps(run(chosen, rounds=1 if args.quick else 2, precision=args.precision), indent=2))
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 2)
+    print(json.dumps(run(chosen, rounds=rounds, precision=args.precision), indent=2))
