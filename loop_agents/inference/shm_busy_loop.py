@@ -9,7 +9,8 @@ of every learn phase (benchmarks/results/NOTES.md). A reader past its spin sleep
 notification (a zmq PUB/SUB message sent on every enqueue), but vLLM rechecks the buffer only every 5 s
 (`SHM_READER_RECHECK_INTERVAL_MS`) and a notification can be lost (PUB's high-water mark is 1): measured
 with no spin, LoRA publishes and some engine steps waited exactly 5 s. So the sleep is also capped at
-`RECHECK_MS`: a lost notification costs at most that, an idle reader wakes 1,000 times a second (~1 % of a core).
+`RECHECK_MS`: a lost notification costs at most that; an idle worker woke 1,000 times a second for 1.5-4 % of a
+core (its CPU time during the learn phases of the same measurement).
 """
 
 from __future__ import annotations
