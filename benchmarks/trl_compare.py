@@ -319,7 +319,7 @@ def measure_case(case: Case, rounds: int, timeout_s: float, precision: str = "fp
         }
         extra = {
             "target_reward": case.target_reward,
-            "seeds": list(range(rounds)),
+            "seeds": [x["seed"] for x in runs["ours"]],
             "seconds_to_target": seconds,
             "time_to_target_ratio": time_to_target_ratio(seconds["ours"], seconds["trl"]),
         }

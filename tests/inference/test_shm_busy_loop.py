@@ -41,10 +41,8 @@ def _probe(busy_loop_env: str | None) -> dict:
 
 def test_a_server_process_spins_as_configured_and_rechecks_every_millisecond():
     pytest.importorskip("vllm")
-    assert _probe(None) == {
-        "busy_loop_s": 1,
-        "recheck_ms": 5000,
-    }  # vLLM's own, untouched without the variable
+    # vLLM's own, untouched without the variable
+    assert _probe(None) == {"busy_loop_s": 1, "recheck_ms": 5000}
     assert _probe("0.0") == {"busy_loop_s": 0.0, "recheck_ms": 1}
     assert _probe("0.25") == {"busy_loop_s": 0.25, "recheck_ms": 1}
 
@@ -52,12 +50,11 @@ def test_a_server_process_spins_as_configured_and_rechecks_every_millisecond():
 def _worker_cpu_seconds(server) -> float:
     import psutil
 
+    tree = psutil.Process(server.pid).children(recursive=True)
     workers = [
-        p
-        for p in psutil.Process(server.pid).children(recursive=True)
-        if "VLLM::Worker" in " ".join(p.cmdline()) or p.name().startswith("VLLM::Worker")
+        p for p in tree if "VLLM::Worker" in " ".join(p.cmdline()) or p.name().startswith("VLLM::Worker")
     ]
-    assert len(workers) == 1, [p.cmdline() for p in psutil.Process(server.pid).children(recursive=True)]
+    assert len(workers) == 1, [p.cmdline() for p in tree]
     times = workers[0].cpu_times()
     return times.user + times.system
 

