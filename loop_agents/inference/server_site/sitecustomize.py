@@ -46,6 +46,13 @@ if os.environ.get("LOOP_AGENTS_SHM_BUSY_LOOP_S"):
     patch_on_import(SHM_MODULE, shorten_busy_loop)
 
 
+if os.environ.get("LOOP_AGENTS_CPU_GENERATOR_REWIND") == "1":
+    from loop_agents.inference.cpu_generator_rewind import RUNNER_MODULE, rewind_cpu_generators
+    from loop_agents.inference.patch_on_import import patch_on_import
+
+    patch_on_import(RUNNER_MODULE, rewind_cpu_generators)
+
+
 def _import_the_next_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     module = sys.modules.pop(__name__)
