@@ -8,8 +8,15 @@ batch samples from one adapter, so that is a single matmul (decode step, 128 tok
 2,048 tokens: 2.7 vs 75 ms). Same results (tests/inference/test_vllm_cpu_lora_ops.py compares with vLLM's own),
 same signatures; shapes the fast path does not cover fall back to vLLM's code.
 
-`install_on_import()` arms the replacement before vLLM imports the module (the punica wrapper binds the functions
-by name at import); the vLLM server's sitecustomize calls it on CPU (see `launch.server_environment`).
+One level up, `PunicaWrapperCPU.add_lora_linear` (every LoRA'd projection: shrink then expand, per output slice)
+goes through vLLM's sgmv wrappers and our bgmv ops once per slice and step, ~15 small torch calls each. When every
+token of the step uses one adapter slot (a rollout batch), `single_slot_add_lora_linear` does the same products
+directly: `y[:, slice] += (scale * x @ A[slot].T) @ B[slot].T`, with vLLM's dtypes (the shrink in float32, the
+expand in the output's dtype). Measured on the demo's 0.6 M model with a rank-8 adapter on 7 projections, 8
+sequences decoding: 7.6 ms an engine step through the sgmv path against 5.1 ms without the adapter.
+
+`install_on_import()` arms both replacements before vLLM imports the modules (the punica wrapper binds the
+functions by name at import); the vLLM server's sitecustomize calls it on CPU (see `launch.server_environment`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 
 TARGET = "vllm.lora.ops.torch_ops.lora_ops"
 REPLACED = ("bgmv_shrink", "bgmv_expand", "bgmv_expand_slice")
+PUNICA_TARGET = "vllm.lora.punica_wrapper.punica_cpu"
 
 
 def _lora_products(inputs: Any, weights: Any, indices: Any, dtype: Any) -> Any | None:
@@ -85,6 +93,56 @@ def make_replacements(original: ModuleType) -> dict[str, Any]:
     return {"bgmv_shrink": bgmv_shrink, "bgmv_expand": bgmv_expand, "bgmv_expand_slice": bgmv_expand_slice}
 
 
+def _the_one_slot(indices: Any, rows: int) -> int | None:
+    """The adapter slot all `rows` tokens use (-1: no adapter), or None when they differ or do not line up."""
+    if indices.dim() != 1 or indices.shape[0] != rows or rows == 0:
+        return None
+    first = int(indices[0])
+    return first if bool((indices == first).all()) else None
+
+
+def single_slot_add_lora_linear(original: Any) -> Any:
+    """`PunicaWrapperCPU.add_lora_linear` with the one-adapter fast path; anything else goes to `original`."""
+    import functools
+
+    import torch
+
+    @functools.wraps(original)
+    def add_lora_linear(
+        self, y, x, lora_a_stacked, lora_b_stacked, scale, output_slices, *, buffer=None, **kwargs
+    ):
+        x_rows = x.view(-1, x.shape[-1])
+        slot = _the_one_slot(self.token_lora_indices, x_rows.shape[0])
+        if slot is None or len(lora_a_stacked) != len(output_slices):
+            return original(
+                self, y, x, lora_a_stacked, lora_b_stacked, scale, output_slices, buffer=buffer, **kwargs
+            )
+        if slot < 0:
+            return None  # no token of this step has an adapter
+        y_rows = y.view(-1, y.shape[-1])
+        x_float = x_rows.to(dtype=torch.float32)
+        offset = 0
+        for lora_a, lora_b, width in zip(lora_a_stacked, lora_b_stacked, output_slices, strict=True):
+            a_weight = lora_a[slot, 0] if lora_a.dim() == 4 else lora_a[slot]
+            b_weight = lora_b[slot, 0] if lora_b.dim() == 4 else lora_b[slot]
+            shrunk = scale * (x_float @ a_weight.to(dtype=torch.float32).T)
+            y_rows[:, offset : offset + width] += (
+                shrunk.to(dtype=y_rows.dtype) @ b_weight.to(dtype=y_rows.dtype).T
+            )
+            offset += width
+        return None
+
+    return add_lora_linear
+
+
+def patch_punica_wrapper(module: ModuleType) -> None:
+    """Give vLLM's `PunicaWrapperCPU` the one-adapter fast path (idempotent)."""
+    wrapper = module.PunicaWrapperCPU
+    if not getattr(wrapper, "LOOP_AGENTS_PATCHED", False):
+        wrapper.add_lora_linear = single_slot_add_lora_linear(wrapper.add_lora_linear)
+        wrapper.LOOP_AGENTS_PATCHED = True
+
+
 def patch(module: ModuleType) -> None:
     """Replace the bgmv functions of vLLM's lora_ops module in place (its sgmv_* call them by global name)."""
     reference = ModuleType("vllm_lora_ops_original")
@@ -100,6 +158,7 @@ def install_on_import() -> None:
     from loop_agents.inference.patch_on_import import patch_on_import
 
     patch_on_import(TARGET, _patch_and_say)
+    patch_on_import(PUNICA_TARGET, patch_punica_wrapper)
 
 
 def _patch_and_say(module: ModuleType) -> None:

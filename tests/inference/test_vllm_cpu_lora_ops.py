@@ -64,6 +64,8 @@ def test_shrink_and_the_sgmv_wrappers_match_vllm(fast, indices):
 
 def test_install_patches_the_module_vllm_imports_and_sgmv_uses_it():
     saved = {name: getattr(lora_ops, name) for name in vllm_cpu_lora_ops.REPLACED}
+    punica_cpu = importlib.import_module(vllm_cpu_lora_ops.PUNICA_TARGET)
+    saved_add_lora_linear = punica_cpu.PunicaWrapperCPU.add_lora_linear
     try:
         vllm_cpu_lora_ops.install_on_import()  # already imported: patched at once
         assert lora_ops.LOOP_AGENTS_PATCHED and lora_ops.bgmv_expand is not saved["bgmv_expand"]
@@ -79,6 +81,8 @@ def test_install_patches_the_module_vllm_imports_and_sgmv_uses_it():
         for name, function in saved.items():
             setattr(lora_ops, name, function)
         lora_ops.LOOP_AGENTS_PATCHED = False
+        punica_cpu.PunicaWrapperCPU.add_lora_linear = saved_add_lora_linear
+        punica_cpu.PunicaWrapperCPU.LOOP_AGENTS_PATCHED = False
 
 
 def test_import_hook_patches_before_anyone_imports_from_the_module(tmp_path):
@@ -89,7 +93,43 @@ def test_import_hook_patches_before_anyone_imports_from_the_module(tmp_path):
         "import vllm.lora.ops.torch_ops.lora_ops as m\n"
         "assert m.LOOP_AGENTS_PATCHED and bgmv_expand is m.bgmv_expand\n"
         "assert bgmv_expand.__module__ == 'loop_agents.inference.vllm_cpu_lora_ops'\n"
+        "from vllm.lora.punica_wrapper.punica_cpu import PunicaWrapperCPU\n"
+        "assert PunicaWrapperCPU.LOOP_AGENTS_PATCHED and PunicaWrapperCPU.add_lora_linear.__wrapped__\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+
+
+LORA_IDS = [10, 20, 30]  # adapter ids in slots 0, 1, 2; id 0 = no adapter (slot -1)
+MAPPING_CASES = {
+    "one adapter": [20] * 7,
+    "no adapter": [0] * 7,
+    "mixed": [10, 20, 20, 0, 30, 10, 20],
+}
+
+
+@pytest.mark.parametrize("ids", MAPPING_CASES.values(), ids=MAPPING_CASES.keys())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_single_slot_add_lora_linear_matches_vllm(ids, dtype):
+    from vllm.lora.layers.utils import LoRAMapping
+
+    punica_cpu = importlib.import_module("vllm.lora.punica_wrapper.punica_cpu")
+    wrapper = punica_cpu.PunicaWrapperCPU(max_num_batched_tokens=64, max_batches=8, device="cpu")
+    # vLLM v1 always maps with is_prefill=True (the SGMV path; v1/worker/lora_model_runner_mixin.py)
+    wrapper.update_metadata(LoRAMapping(ids, ids, is_prefill=True), LORA_IDS, len(LORA_IDS), 100)
+    method = punica_cpu.PunicaWrapperCPU.add_lora_linear
+    original = getattr(method, "__wrapped__", method)  # vLLM's own, patched or not
+    fast = vllm_cpu_lora_ops.single_slot_add_lora_linear(original)
+    g = torch.Generator().manual_seed(3)
+    slices = (16, 8, 8)  # as a merged q/k/v projection
+    x = torch.randn(len(ids), 12, generator=g).to(dtype)
+    lora_a = tuple(torch.randn(3, 1, 4, 12, generator=g).to(dtype) for _ in slices)
+    lora_b = tuple(torch.randn(3, 1, width, 4, generator=g).to(dtype) for width in slices)
+    before = torch.randn(len(ids), sum(slices), generator=g).to(dtype)
+    expected, got = before.clone(), before.clone()
+    original(wrapper, expected, x, lora_a, lora_b, 0.5, slices)
+    fast(wrapper, got, x, lora_a, lora_b, 0.5, slices)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got, expected, rtol=tolerance, atol=tolerance)
+    assert torch.equal(got, before) == (ids == MAPPING_CASES["no adapter"])  # an adapter changes the output
