@@ -13,7 +13,8 @@ goes through vLLM's sgmv wrappers and our bgmv ops once per slice and step, ~15 
 token of the step uses one adapter slot (a rollout batch), `single_slot_add_lora_linear` does the same products
 directly: `y[:, slice] += (scale * x @ A[slot].T) @ B[slot].T`, with vLLM's dtypes (the shrink in float32, the
 expand in the output's dtype). Measured on the demo's 0.6 M model with a rank-8 adapter on 7 projections, 8
-sequences decoding: 7.6 ms an engine step through the sgmv path against 5.1 ms without the adapter.
+sequences decoding (medians of 8 rounds): 7.7 ms an engine step through the sgmv path, 6.9 ms through this one,
+5.1 ms without the adapter; at 25 M and 128 in flight the adapter's tokens/s went from 0.90 to 0.95 of the base's.
 
 `install_on_import()` arms both replacements before vLLM imports the modules (the punica wrapper binds the
 functions by name at import); the vLLM server's sitecustomize calls it on CPU (see `launch.server_environment`).
