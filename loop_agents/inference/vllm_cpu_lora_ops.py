@@ -22,6 +22,7 @@ functions by name at import); the vLLM server's sitecustomize calls it on CPU (s
 
 from __future__ import annotations
 
+import functools
 import sys
 from types import ModuleType
 from typing import Any
@@ -29,6 +30,14 @@ from typing import Any
 TARGET = "vllm.lora.ops.torch_ops.lora_ops"
 REPLACED = ("bgmv_shrink", "bgmv_expand", "bgmv_expand_slice")
 PUNICA_TARGET = "vllm.lora.punica_wrapper.punica_cpu"
+
+
+def _the_one_slot(indices: Any, rows: int) -> int | None:
+    """The adapter slot all `rows` tokens use (-1: no adapter), or None when they differ or do not line up."""
+    if indices.dim() != 1 or indices.shape[0] != rows or rows == 0:
+        return None
+    first = int(indices[0])
+    return first if bool((indices == first).all()) else None
 
 
 def _lora_products(inputs: Any, weights: Any, indices: Any, dtype: Any) -> Any | None:
@@ -40,9 +49,9 @@ def _lora_products(inputs: Any, weights: Any, indices: Any, dtype: Any) -> Any |
     inputs = inputs.to(dtype=dtype)
     if indices.numel() == 0:
         return inputs.new_zeros((0, weights.shape[1]))
-    first = int(indices[0])
-    if bool((indices == first).all()):
-        return inputs @ weights[first].to(dtype=dtype).T
+    slot = _the_one_slot(indices, inputs.shape[0])
+    if slot is not None:  # -1 indexes the last slot, as vLLM's own bgmv ops do
+        return inputs @ weights[slot].to(dtype=dtype).T
     products = inputs.new_empty((inputs.shape[0], weights.shape[1]))
     for index in indices.unique().tolist():
         rows = (indices == index).nonzero().squeeze(1)
@@ -94,18 +103,8 @@ def make_replacements(original: ModuleType) -> dict[str, Any]:
     return {"bgmv_shrink": bgmv_shrink, "bgmv_expand": bgmv_expand, "bgmv_expand_slice": bgmv_expand_slice}
 
 
-def _the_one_slot(indices: Any, rows: int) -> int | None:
-    """The adapter slot all `rows` tokens use (-1: no adapter), or None when they differ or do not line up."""
-    if indices.dim() != 1 or indices.shape[0] != rows or rows == 0:
-        return None
-    first = int(indices[0])
-    return first if bool((indices == first).all()) else None
-
-
 def single_slot_add_lora_linear(original: Any) -> Any:
     """`PunicaWrapperCPU.add_lora_linear` with the one-adapter fast path; anything else goes to `original`."""
-    import functools
-
     import torch
 
     @functools.wraps(original)
