@@ -3,6 +3,7 @@
 Run by the AppWorld venv's python as a file (never imported by the trainer):
 
     python episode_host.py --port P --root R [--sandbox strict|available|off] [--probe]
+    python episode_host.py --factory --root R ...   (forks warmed hosts on request: host/factory.py)
 
 It speaks the env-server HTTP subset the trainer uses (`GET /`, `POST /initialize`, `/execute`,
 `/task_completed`, `/evaluate`, `/close`, `/close_all`; replies `{"output": ...}`) on 127.0.0.1.
@@ -34,6 +35,7 @@ _REPO = str(Path(__file__).resolve().parents[3])
 sys.path.insert(0, _REPO)
 from loop_agents.envs.appworld.host.common import Settings  # noqa: E402
 from loop_agents.envs.appworld.host.evaluation import score_experiment  # noqa: E402
+from loop_agents.envs.appworld.host.factory import serve_factory  # noqa: E402
 from loop_agents.envs.appworld.host.service import Host, make_handler, warm_up  # noqa: E402
 from loop_agents.sandbox import layers  # noqa: E402
 
@@ -62,6 +64,9 @@ def main() -> None:
     parser.add_argument(
         "--probe", action="store_true", help="print the sandbox line and exit (2 if strict fails)"
     )
+    parser.add_argument(
+        "--factory", action="store_true", help="warm up once, then fork one host per port read on stdin"
+    )
     args = parser.parse_args()
     try:
         active, _, line = layers.choose(args.sandbox, layers.detect())
@@ -78,10 +83,15 @@ def main() -> None:
         print("@@RESULT@@" + json.dumps(result, default=str), flush=True)
         return
     if args.warm_up_task:
-        warm_up(settings, args.warm_up_task, args.port)
-    host = Host(settings)
-    server = HTTPServer((args.host, args.port), make_handler(host))
-    server.serve_forever()
+        warm_up(settings, args.warm_up_task, f"factory_{os.getpid()}" if args.factory else str(args.port))
+
+    def serve(port: int) -> None:
+        HTTPServer((args.host, port), make_handler(Host(settings))).serve_forever()
+
+    if args.factory:
+        serve_factory(serve)
+    else:
+        serve(args.port)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 `acquire()` hands out an idle, healthy server (a dead or soft-dead one is replaced first);
 `release(server, healthy=False)` kills it and starts a fresh one in the background (new port,
 readiness check, warm-up), so a crash, timeout or poisoned world never reaches the next episode.
+With `fork_hosts` (the default) every host, replacements included, is forked from one warmed-up
+factory process, restarted if it dies.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loop_agents.envs.appworld.config import AppWorldConfig
+from loop_agents.envs.appworld.host_factory import HostFactory
 from loop_agents.envs.appworld.server import AppWorldServer, ServerError, free_port, probe_sandbox
 from loop_agents.envs.appworld.splits import first_task_id
 
@@ -42,6 +45,11 @@ class AppWorldServerPool:
         self._replacements: set[asyncio.Task] = set()
         self._next_port = config.base_port
         self._warm_up_task = config.warm_up_task_id or first_task_id(config.root_path)
+        self.factory = (
+            HostFactory(config, self.log_dir, self._warm_up_task if config.warm_up else "")
+            if config.fork_hosts
+            else None
+        )
         self._closed = False
         self.sandbox_line = ""
 
@@ -58,6 +66,8 @@ class AppWorldServerPool:
         began = time.monotonic()
         self.sandbox_line = probe_sandbox(self.config)
         print(f"[appworld] {self.sandbox_line}", flush=True)
+        if self.factory is not None:
+            self.factory.start()
         servers = await asyncio.gather(*(self._start_server() for _ in range(self.config.pool_size)))
         for server in servers:
             self._idle.put_nowait(server)
@@ -74,8 +84,8 @@ class AppWorldServerPool:
         for _ in range(attempts):  # a port grabbed by someone else between pick and bind: retry
             server = AppWorldServer(self.config, self._port(), self.log_dir)
             self._servers.add(server)
-            server.spawn(self._warm_up_task if self.config.warm_up else "")
             try:
+                await self._launch(server)
                 await server.wait_ready()
             except ServerError as error:
                 last_error = error
@@ -86,6 +96,19 @@ class AppWorldServerPool:
             self.stats.start_seconds.append(time.monotonic() - server.started_at)
             return server
         raise ServerError(f"could not start an AppWorld server after {attempts} attempts: {last_error}")
+
+    async def _launch(self, server: AppWorldServer) -> None:
+        if self.factory is None:
+            server.spawn(self._warm_up_task if self.config.warm_up else "")
+            return
+        if not self.factory.alive():
+            log.warning("the AppWorld host factory is gone; starting a new one")
+            self.factory.start()
+        try:
+            await server.fork_from(self.factory)
+        except ServerError:
+            self.factory.stop()  # hung or broken: the next attempt starts a fresh one
+            raise
 
     async def _discard(self, server: AppWorldServer) -> None:
         self._servers.discard(server)
@@ -141,11 +164,15 @@ class AppWorldServerPool:
         await asyncio.gather(*self._replacements, return_exceptions=True)
         await asyncio.gather(*(server.stop() for server in list(self._servers)), return_exceptions=True)
         self._servers.clear()
+        if self.factory is not None:
+            self.factory.stop()
 
     def kill_all_now(self) -> None:
         """Synchronous last-resort teardown (atexit / signal handlers): SIGKILL every server."""
         for server in list(self._servers):
             server.kill()
+        if self.factory is not None:
+            self.factory.stop()
 
     @property
     def ports(self) -> list[int]:

@@ -17,13 +17,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from loop_agents.child_process import die_with_parent
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.redaction import child_environment
+
+if TYPE_CHECKING:
+    from loop_agents.envs.appworld.host_factory import ForkedProcess, HostFactory
 
 
 class ServerError(RuntimeError):
@@ -93,7 +96,7 @@ class AppWorldServer:
         self.port = port
         self.url = f"http://{config.host}:{port}"
         self.log_path = log_dir / f"server_{port}.log"
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | ForkedProcess | None = None
         self.client = httpx.AsyncClient(base_url=self.url, timeout=config.request_timeout_s)
         self.started_at = 0.0
 
@@ -117,6 +120,12 @@ class AppWorldServer:
             preexec_fn=die_with_parent,
         )
         log.close()
+
+    async def fork_from(self, factory: HostFactory) -> None:
+        """Has the warm host factory fork this host (returns once forked; `wait_ready` waits for HTTP)."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.started_at = time.monotonic()
+        self.process = await asyncio.to_thread(factory.fork, self.port, self.log_path)
 
     async def wait_ready(self) -> float:
         """Polls `GET /` until it answers; returns seconds since spawn."""

@@ -142,12 +142,12 @@ def make_handler(host: Host) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def warm_up(settings: Settings, task_id: str, port: int) -> None:
+def warm_up(settings: Settings, task_id: str, name: str) -> None:
     """Worlds opened, used by one fixed API cell and closed here (no ground truth, no policy code), so every
     fork starts as warm as a long-lived server; then the heap is frozen so the children's GC copies no pages."""
     from appworld.environment import AppWorld
 
-    experiment = f"episode_host_warmup_{port}"
+    experiment = f"episode_host_warmup_{name}"
     for _ in range(3):  # the first world costs ~8 s, the second still ~1.5x a warm one
         world = AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False)
         world.execute("print(apis.supervisor.show_profile())")
