@@ -1,16 +1,19 @@
-"""Episode hosts forked from one warmed-up factory (the default): what each host is, and a dead factory."""
+"""Episode hosts forked from one warmed-up factory (the default): what each host is, a dead factory, and what the
+warm-up leaves warm for every episode."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
 import time
 
 import psutil
 import pytest
 
-from loop_agents.envs.appworld.config import AppWorldConfig
+from loop_agents.envs.appworld.config import DEFAULT_PYTHON, REPO_ROOT, AppWorldConfig
 from loop_agents.envs.appworld.task_source import AppWorldTaskSource
 from tests.envs.appworld.test_environment import play, solution
 
@@ -80,3 +83,37 @@ def test_spawned_hosts_still_work_with_fork_hosts_off(appworld_root, run):
         _episode_scores_one(source, run)
     finally:
         run(source.close())
+
+
+_DOCS_CHECK = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from appworld import requester
+from appworld.environment import AppWorld
+from loop_agents.envs.appworld.host.service import _warm_api_docs
+
+_warm_api_docs()
+caches = (requester._get_api_name_to_doc, requester._get_app_api_name_to_argument_names)
+before = [cache.cache_info().misses for cache in caches]
+world = AppWorld(task_id=sys.argv[2], experiment_name="docs_check", load_ground_truth=False)
+world.execute(open(sys.argv[3]).read())
+print(json.dumps({"before": before, "after": [cache.cache_info().misses for cache in caches]}))
+"""
+
+
+def test_warm_up_fills_the_api_doc_caches_every_episode_reads(appworld_root):
+    """The solution of a train task calls several apps; none of its calls rebuilds an app's API docs."""
+    task_id = AppWorldTaskSource(AppWorldConfig(root=str(appworld_root))).task_ids("train")[0]
+    solution_path = appworld_root / "data/tasks" / task_id / "ground_truth/solution.py"
+    done = subprocess.run(
+        [str(DEFAULT_PYTHON), "-c", _DOCS_CHECK, str(REPO_ROOT), task_id, str(solution_path)],
+        env={**os.environ, "APPWORLD_ROOT": str(appworld_root)},
+        cwd=appworld_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    misses = json.loads(done.stdout.strip().splitlines()[-1])
+    assert misses["before"][0] > 1  # every app was built, not only the one the warm-up cell used
+    assert misses["after"] == misses["before"]
