@@ -1,0 +1,242 @@
+"""Does a change make `appworld_demo` faster without changing how it learns? Run it for several seeds, tabulate both.
+
+    python -m benchmarks.appworld_demo_runs run --label c16 --seeds 0 1 2 -- env.concurrency=16
+    python -m benchmarks.appworld_demo_runs add --label c16 --seed 0 --commit 85ac789 --override env.concurrency=16 <run-dir>
+    python -m benchmarks.appworld_demo_runs report --baseline before
+
+`run` starts `python -m loop_agents.train experiment=appworld_demo run.seed=S run.iterations=N run.dir=...` for each
+seed, one after the other (never two at once: they would share the cores), and records the run under its label with
+the commit and machine; `add` records a run made some other way. `report` prints one row per run (speed: the
+command's time from `summary.json`, the mean rollout of iterations 2..N; learning: train success over all iterations
+and the last five, dev TGC at every evaluation and its mean after iteration 0) and compares each label with the
+baseline by an exact permutation test of the difference of the run means (two-sided: the share of the relabellings
+of the pooled runs whose |difference| is at least the observed one).
+
+Why these learning measures: one dev evaluation is 30 tasks at temperature 0.3 (binomial standard error ~0.08), and
+a seeded run's sampled tokens part from another run's as soon as a batch rounds a logit differently, so two runs of
+one setting and seed end apart; train success over all iterations (720 episodes at the preset) and the mean of the
+evaluations after the warm start carry less of that noise than the last evaluation alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.runner import ROOT, git_info, machine_info
+
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "appworld_demo_runs.json"
+COMPARED = ("train_success", "dev_tgc_mean", "command_s")
+
+
+def summarize_run(run_dir: Path) -> dict:
+    """Speed and learning of one finished run, read from its `metrics.jsonl` and `summary.json`."""
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.is_file():
+        raise ValueError(f"{run_dir} has no metrics.jsonl: not a run directory")
+    rows = []
+    for line in metrics.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a killed run's torn last line
+            continue
+    iterations = [r for r in rows if "time/rollout" in r]
+    if not iterations:
+        raise ValueError(f"{run_dir}: no finished iteration in metrics.jsonl")
+    dev = {int(r["eval/iteration"]): float(r["eval/tgc"]) for r in rows if "eval/tgc" in r}
+    later_rollouts = [r["time/rollout"] for r in iterations if r["iteration"] >= 2] or [
+        iterations[0]["time/rollout"]
+    ]
+    success = [float(r["rollout/success_rate"]) for r in iterations]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    after_warm_start = [v for it, v in sorted(dev.items()) if it > 0]
+    return {
+        "iterations": len(iterations),
+        "command_s": round(float(summary["phases_s"]["total"]), 1),
+        "rollout_s_mean": round(statistics.mean(later_rollouts), 2),
+        "rollout_s_first": round(float(iterations[0]["time/rollout"]), 1),
+        "learn_s_mean": round(statistics.mean(r["time/learn"] for r in iterations), 2),
+        "train_success": round(statistics.mean(success), 4),
+        "train_success_last5": round(statistics.mean(success[-5:]), 4),
+        "train_success_by_iteration": [round(s, 4) for s in success],
+        "dev_tgc": {str(k): round(v, 4) for k, v in sorted(dev.items())},
+        "dev_tgc_mean": round(statistics.mean(after_warm_start), 4) if after_warm_start else None,
+    }
+
+
+def permutation_p(a: list[float], b: list[float]) -> float:
+    """Exact two-sided permutation p-value of mean(b) - mean(a) over all relabellings of the pooled values."""
+    if not a or not b:
+        raise ValueError("both groups need at least one run")
+    pooled = list(a) + list(b)
+    observed = abs(statistics.mean(b) - statistics.mean(a))
+    hits = total = 0
+    for chosen in itertools.combinations(range(len(pooled)), len(b)):
+        picked = set(chosen)
+        in_b = [pooled[i] for i in picked]
+        in_a = [pooled[i] for i in range(len(pooled)) if i not in picked]
+        total += 1
+        hits += abs(statistics.mean(in_b) - statistics.mean(in_a)) >= observed - 1e-12
+    return hits / total
+
+
+def load(out: Path) -> list[dict]:
+    return json.loads(out.read_text())["runs"] if out.exists() else []
+
+
+def save(out: Path, runs: list[dict]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+
+
+def record(out: Path, entry: dict) -> None:
+    """Add a run, replacing an earlier record of the same label, seed and run directory."""
+    key = (entry["label"], entry["seed"], entry["run_dir"])
+    runs = [r for r in load(out) if (r["label"], r["seed"], r["run_dir"]) != key]
+    save(out, runs + [entry])
+
+
+def git_commit() -> str:
+    git = git_info()
+    return git["commit"] + ("+dirty" if git["dirty"] else "")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    runs_dir = Path(args.runs_dir).resolve()
+    for seed in args.seeds:
+        run_dir = runs_dir / f"{args.label}_s{seed}"
+        command = [
+            sys.executable,
+            "-m",
+            "loop_agents.train",
+            "experiment=appworld_demo",
+            f"run.seed={seed}",
+            f"run.iterations={args.iterations}",
+            f"run.dir={run_dir}",
+            *args.overrides,
+        ]
+        print("running:", " ".join(command), flush=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / "command_log.txt", "w") as log:
+            code = subprocess.run(
+                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ
+            ).returncode
+        entry = {
+            "label": args.label,
+            "seed": seed,
+            "run_dir": str(run_dir),
+            "commit": git_commit(),
+            "overrides": args.overrides,
+            "exit_code": code,
+            "machine": machine_info(),
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            entry.update(summarize_run(run_dir))
+        except (OSError, ValueError, KeyError) as error:  # a failed run is kept as failed, not dropped
+            entry["error"] = str(error)
+        record(Path(args.out), entry)
+        print(f"{args.label} seed {seed}: exit {code}", flush=True)
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir).resolve()
+    try:
+        measured = summarize_run(run_dir)
+    except (OSError, ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    entry = {"label": args.label, "seed": args.seed, "run_dir": str(run_dir), "commit": args.commit,
+             "overrides": args.overrides, "note": args.note, **measured}  # fmt: skip
+    record(Path(args.out), entry)
+    print(
+        f"{args.label} seed {args.seed}: command {measured['command_s']:.0f} s, "
+        f"train success {measured['train_success']:.3f}, dev mean {_fmt(measured['dev_tgc_mean'])}"
+    )
+    return 0
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def report(runs: list[dict], baseline: str | None) -> str:
+    """The per-run table, each label's means, and each label against the baseline (exact permutation p)."""
+    done = [r for r in runs if "error" not in r]
+    lines = [
+        "| label | seed | commit | command s | rollout s (it. 2+) | it. 1 rollout | train success (all / last 5) "
+        "| dev TGC by evaluation | dev mean after 0 |",
+        "| --- " * 9 + "|",
+    ]
+    for r in done:
+        dev = " ".join(f"{v:.3f}" for v in r["dev_tgc"].values())
+        lines.append(
+            f"| {r['label']} | {r['seed']} | {r['commit']} | {r['command_s']:.0f} | {r['rollout_s_mean']:.1f} "
+            f"| {r['rollout_s_first']:.0f} | {r['train_success']:.3f} / {r['train_success_last5']:.2f} "
+            f"| {dev} | {_fmt(r['dev_tgc_mean'])} |"
+        )
+    for r in runs:
+        if "error" in r:
+            lines.append(f"| {r['label']} | {r['seed']} | {r.get('commit', '?')} | failed: {r['error']} |")
+    labels = list(dict.fromkeys(r["label"] for r in done))
+    lines.append("")
+    for label in labels:
+        group = [r for r in done if r["label"] == label]
+        means = ", ".join(f"{k} {statistics.mean(r[k] for r in group):.3f}" for k in COMPARED)
+        lines.append(f"- {label} ({len(group)} runs): {means}")
+    if baseline is not None:
+        base = [r for r in done if r["label"] == baseline]
+        for label in labels:
+            group = [r for r in done if r["label"] == label]
+            if label == baseline or not base or not group:
+                continue
+            parts = []
+            for key in COMPARED:
+                a, b = [r[key] for r in base], [r[key] for r in group]
+                diff = statistics.mean(b) - statistics.mean(a)
+                parts.append(f"{key} {diff:+.3f} (p = {permutation_p(a, b):.2f})")
+            speed = statistics.mean(r["command_s"] for r in base) / statistics.mean(
+                r["command_s"] for r in group
+            )
+            lines.append(f"- {label} vs {baseline}: command {speed:.2f}x faster; " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="the JSON the runs are recorded in")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run appworld_demo for each seed, one after the other")
+    run.add_argument("--label", required=True)
+    run.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    run.add_argument("--iterations", type=int, default=15)
+    run.add_argument("--runs-dir", default=str(ROOT / "runs" / "appworld_demo_runs"))
+    run.add_argument("overrides", nargs="*", help="Hydra overrides after --")
+    add = sub.add_parser("add", help="record a finished run made some other way")
+    add.add_argument("--label", required=True)
+    add.add_argument("--seed", type=int, required=True)
+    add.add_argument("--commit", required=True)
+    add.add_argument("--note", default="")
+    add.add_argument("--override", dest="overrides", action="append", default=[], help="one per override")
+    add.add_argument("run_dir")
+    rep = sub.add_parser("report", help="print the table and the comparisons")
+    rep.add_argument("--baseline", default=None, help="the label every other label is compared with")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "add":
+        return cmd_add(args)
+    print(report(load(Path(args.out)), args.baseline))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
