@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.appworld_demo_runs import permutation_p, summarize_run
+from benchmarks.appworld_demo_runs import permutation_p, sign_flip_p, summarize_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,6 +35,16 @@ def test_permutation_p_matches_the_hand_count() -> None:
     assert permutation_p([0.5, 0.5], [0.5, 0.5]) == 1.0
     with pytest.raises(ValueError):
         permutation_p([], [1.0])
+
+
+def test_sign_flip_p_matches_the_hand_count() -> None:
+    # mean 2; of the 8 sign flips only + + + and - - - reach |mean| 2
+    assert sign_flip_p([1.0, 2.0, 3.0]) == pytest.approx(2 / 8)
+    assert sign_flip_p([1.0, -1.0]) == 1.0  # observed mean 0: every flip reaches it
+    # mean 1.5: flips of 4 and -1 give |mean| 1.5 (+ +), 2.5 (+ -), 2.5 (- +), 1.5 (- -): all 4 reach it
+    assert sign_flip_p([4.0, -1.0]) == 1.0
+    with pytest.raises(ValueError):
+        sign_flip_p([])
 
 
 def test_a_run_is_summarized_from_its_metrics_and_summary(tmp_path: Path) -> None:
@@ -69,3 +79,5 @@ def test_add_and_report_compare_labels_and_refuse_a_non_run(tmp_path: Path) -> N
     assert "| b | 1 | abc | 200 | 25.0 | 100 | 0.800 / 0.80 | 0.500 0.800 | 0.800 |" in shown.stdout
     # train success 0.7 - 0.3 = +0.4, the largest of the 6 relabellings together with its mirror: p = 2/6
     assert "- b vs a: command 2.00x faster; train_success +0.400 (p = 0.33)" in shown.stdout
+    # seeds 0 and 1: differences +0.4 and +0.4, only + + and - - of the 4 flips reach 0.4
+    assert "  - paired by seed (0, 1): train_success +0.400 (p = 0.50)" in shown.stdout
