@@ -187,6 +187,11 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mean_or_none(values) -> float | None:
+    values = list(values)
+    return None if not values or any(v is None for v in values) else statistics.mean(values)
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -213,7 +218,7 @@ def report(runs: list[dict], baseline: str | None) -> str:
     lines.append("")
     for label in labels:
         group = [r for r in done if r["label"] == label]
-        means = ", ".join(f"{k} {statistics.mean(r[k] for r in group):.3f}" for k in COMPARED)
+        means = ", ".join(f"{k} {_fmt(_mean_or_none(r[k] for r in group))}" for k in COMPARED)
         lines.append(f"- {label} ({len(group)} runs): {means}")
     if baseline is not None:
         base = [r for r in done if r["label"] == baseline]
@@ -221,8 +226,17 @@ def report(runs: list[dict], baseline: str | None) -> str:
             group = [r for r in done if r["label"] == label]
             if label == baseline or not base or not group:
                 continue
+            lengths = sorted({r["iterations"] for r in base + group})
+            if len(lengths) > 1:  # a 30-iteration run's time and success are not a 15-iteration run's
+                lines.append(
+                    f"- {label} vs {baseline}: not compared (runs of {', '.join(map(str, lengths))} iterations)"
+                )
+                continue
             parts = []
-            for key in COMPARED:
+            measured = [
+                k for k in COMPARED if all(r[k] is not None for r in base + group)
+            ]  # no dev evaluation: None
+            for key in measured:
                 a, b = [r[key] for r in base], [r[key] for r in group]
                 diff = statistics.mean(b) - statistics.mean(a)
                 parts.append(f"{key} {diff:+.3f} (p = {permutation_p(a, b):.2f})")
@@ -233,7 +247,7 @@ def report(runs: list[dict], baseline: str | None) -> str:
             seeds = sorted(set(by_seed(base, "command_s")) & set(by_seed(group, "command_s")))
             if seeds:
                 paired = []
-                for key in COMPARED:
+                for key in measured:
                     a, b = by_seed(base, key), by_seed(group, key)
                     diffs = [b[s] - a[s] for s in seeds]
                     paired.append(f"{key} {statistics.mean(diffs):+.3f} (p = {sign_flip_p(diffs):.2f})")

@@ -74,6 +74,8 @@ def test_add_and_report_compare_labels_and_refuse_a_non_run(tmp_path: Path) -> N
     assert len(json.loads(out.read_text())["runs"]) == 4
     again = _cli(out, "add", "--label", "a", "--seed", "0", "--commit", "abc", str(tmp_path / "a0"))
     assert again.returncode == 0 and len(json.loads(out.read_text())["runs"]) == 4  # replaced, not doubled
+    longer = _write_run(tmp_path / "c0", [0.5] * 2, {0: 0.5}, 100.0)
+    assert _cli(out, "add", "--label", "c", "--seed", "0", "--commit", "abc", str(longer)).returncode == 0
     shown = _cli(out, "report", "--baseline", "a")
     assert shown.returncode == 0, shown.stderr
     assert "| b | 1 | abc | 200 | 25.0 | 100 | 0.800 / 0.80 | 0.500 0.800 | 0.800 |" in shown.stdout
@@ -81,3 +83,6 @@ def test_add_and_report_compare_labels_and_refuse_a_non_run(tmp_path: Path) -> N
     assert "- b vs a: command 2.00x faster; train_success +0.400 (p = 0.33)" in shown.stdout
     # seeds 0 and 1: differences +0.4 and +0.4, only + + and - - of the 4 flips reach 0.4
     assert "  - paired by seed (0, 1): train_success +0.400 (p = 0.50)" in shown.stdout
+    no_dev_after_0 = "- c (1 runs): train_success 0.500, dev_tgc_mean -, command_s 100.000"
+    assert no_dev_after_0 in shown.stdout
+    assert "- c vs a: not compared (runs of 2, 3 iterations)" in shown.stdout
