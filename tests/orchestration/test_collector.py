@@ -77,3 +77,18 @@ def test_finish_started_cut_keeps_the_long_episode_but_starts_no_new_one() -> No
     kept = sorted(t.sample_index for t in trajs)
     assert 0 in kept, "the long episode that had started is kept"
     assert stats.cancelled >= 1 and stats.started + stats.cancelled == 4
+
+
+def test_episodes_in_flight_change_the_schedule_not_the_batch() -> None:
+    """Without a cut, 1, 8 or 16 episodes at once hand the learner the same trajectories in the same order (group
+    order), however their finishing order shuffles: `env.concurrency` is a speed setting, not a learning one."""
+    tasks = [f"t{i}" for i in range(8)]
+    # durations that make later-started episodes finish first, so finishing order differs across concurrencies
+    durations = {(t, s): 0.001 * ((7 - i) * 6 + (5 - s)) for i, t in enumerate(tasks) for s in range(6)}
+    batches = {}
+    for concurrency in (1, 8, 16):
+        trajs, stats = asyncio.run(collect_groups(tasks, 6, _episode(durations, {}), concurrency=concurrency))
+        assert stats.finished == 48 and stats.cancelled == 0
+        batches[concurrency] = [(t.task_id, t.sample_index, len(t.token_ids)) for t in trajs]
+    assert batches[1] == batches[8] == batches[16]
+    assert batches[1] == [(t, s, int(100 * durations[(t, s)])) for t in tasks for s in range(6)]
