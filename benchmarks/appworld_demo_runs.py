@@ -133,6 +133,7 @@ def git_commit() -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     runs_dir = Path(args.runs_dir).resolve()
+    commit = git_commit()  # the code the runs start from, before anything is recorded
     for seed in args.seeds:
         run_dir = runs_dir / f"{args.label}_s{seed}"
         command = [
@@ -155,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "label": args.label,
             "seed": seed,
             "run_dir": str(run_dir),
-            "commit": git_commit(),
+            "commit": commit,
             "overrides": args.overrides,
             "exit_code": code,
             "machine": machine_info(),

@@ -212,7 +212,9 @@ def git_info(root: Path = ROOT) -> dict:
             return ""
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", "loop_agents", "benchmarks"))
+    # recorded results are outputs, not code: a benchmark that records one must not mark the next run dirty
+    code = ("loop_agents", "benchmarks", ":(exclude)benchmarks/results")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", *code))
     return {"commit": commit, "dirty": dirty}
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import textwrap
 
 import pytest
 
 from benchmarks import runner
-from benchmarks.runner import Benchmark
+from benchmarks.runner import Benchmark, git_info
 
 
 @pytest.fixture()
@@ -109,3 +110,22 @@ def test_select_and_cli_list(capsys):
     for b in runner.BENCHMARKS:  # every registered entry point exists
         module, _, func = b.entry.partition(":")
         assert func == "bench" and module == f"benchmarks.{b.name}"
+
+
+def test_git_info_marks_code_changes_dirty_but_not_recorded_results(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)  # fmt: skip
+
+    (tmp_path / "loop_agents").mkdir()
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "loop_agents" / "code.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "results" / "runs.json").write_text("[]\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "start")
+    assert git_info(tmp_path)["dirty"] is False
+    (tmp_path / "benchmarks" / "results" / "runs.json").write_text('[{"run": 1}]\n')
+    assert git_info(tmp_path)["dirty"] is False, "a recorded result is not a code change"
+    (tmp_path / "loop_agents" / "code.py").write_text("x = 2\n")
+    assert git_info(tmp_path)["dirty"] is True
