@@ -3,9 +3,12 @@ OOM killer, a segfault, the local Ray head dying under it), the same command run
 the newest complete checkpoint.
 
 `python -m loop_agents.train ...` becomes this parent and one child running the real training. Each
-restart is one line with the reason and the iteration it resumes at. Not restarted: exit 0 (done), exit 2
-(a failure a restart cannot fix: bad config, a missing model path),
-and a child stopped because the supervisor itself was interrupted (Ctrl-C, SIGTERM: forwarded once).
+restart is one line with the reason and the iteration it resumes at. Restarted: deaths by signal, errors the
+child classed as transient, and a hard exit without a Python error (loop_agents/failures.py). Not restarted:
+exit 0 (done), exit 2 (bad input named in one line: bad config, a missing model, an unwritable run.dir, a
+damaged checkpoint with none before it), exit 3 (a Python error not known to be transient: the same command
+would meet it again; one line says so), and a child stopped because the supervisor itself was interrupted
+(Ctrl-C, SIGTERM: forwarded once).
 `run.auto_resume_attempts` bounds the restarts in a row that produced no new checkpoint; then the run
 stops with a line saying that the same command resumes. Multi-process launches (`torchrun`, `accelerate
 launch` with several processes) are not supervised here: their launcher restarts the worker group
@@ -21,8 +24,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from loop_agents.failures import UNRECOVERABLE, worth_retrying
+
 SUPERVISED_ENV = "LOOP_AGENTS_SUPERVISED"  # set in the child: it trains instead of supervising
-UNRECOVERABLE = 2  # exit code of failures a restart cannot fix
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")  # learner/checkpoint.py's names; `done` marks a complete one
 
 
@@ -97,7 +101,17 @@ def supervise(command: list[str], run_dir: Path, attempts: int) -> int:
         code = child.wait()
         if code == 0 or code == UNRECOVERABLE or interrupted:
             return code if code >= 0 else 128 - code
-        progressed = last_checkpoint_iteration(run_dir) != before
+        if not worth_retrying(code):
+            print(
+                f"[supervisor] training process {describe_exit(code)}: not a crash a restart can get past (the "
+                f"error above says why); not restarted. Fix it and run the same command: it resumes from "
+                f"{resume_point(run_dir)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return code
+        after = last_checkpoint_iteration(run_dir)
+        progressed = after is not None and (before is None or after > before)
         in_a_row = 1 if progressed else in_a_row + 1
         if in_a_row > attempts:
             print(

@@ -66,15 +66,39 @@ def test_exit_2_is_not_restarted(tmp_path: Path, capfd) -> None:
 
 
 def test_restarts_without_a_new_checkpoint_are_bounded(tmp_path: Path, capfd) -> None:
-    code = supervise(_child(tmp_path, "sys.exit(1)"), tmp_path / "run", attempts=2)
-    assert code == 1
+    code = supervise(_child(tmp_path, "sys.exit(75)"), tmp_path / "run", attempts=2)  # transient each time
+    assert code == 75
     assert (tmp_path / "run" / "starts").read_text() == "xxx"  # the first run and 2 restarts
     lines = capfd.readouterr().err.strip().splitlines()
     assert len(lines) == 3
     assert lines[-1] == (
-        "[supervisor] training process exited with code 1 3 times in a row without a new checkpoint "
+        "[supervisor] training process exited with code 75 3 times in a row without a new checkpoint "
         "(run.auto_resume_attempts=2); stopping. Fix the cause and run the same command: it resumes from the start"
     )
+
+
+def test_a_permanent_error_is_not_restarted(tmp_path: Path, capfd) -> None:
+    """Exit 3 (a Python error the child did not class as transient): one start, one line saying why."""
+    _checkpoint(tmp_path / "run", 2)
+    assert supervise(_child(tmp_path, "sys.exit(3)"), tmp_path / "run", attempts=3) == 3
+    assert (tmp_path / "run" / "starts").read_text() == "x"
+    assert capfd.readouterr().err.strip().splitlines() == [
+        "[supervisor] training process exited with code 3: not a crash a restart can get past (the error above "
+        "says why); not restarted. Fix it and run the same command: it resumes from checkpoint-2 (iteration 3)"
+    ]
+
+
+def test_a_checkpoint_set_aside_is_not_progress(tmp_path: Path) -> None:
+    """A child that moves a damaged newest checkpoint aside and dies made no progress: the count goes on."""
+    _checkpoint(tmp_path / "run", 1)
+    _checkpoint(tmp_path / "run", 2)
+    body = """
+        newest = max((p for p in run.glob('checkpoints/checkpoint-*') if p.name[11:].isdigit()), key=lambda p: int(p.name[11:]))
+        newest.rename(newest.with_name(newest.name + f'.corrupt{starts}'))
+        sys.exit(75)
+    """
+    assert supervise(_child(tmp_path, body), tmp_path / "run", attempts=1) == 75
+    assert (tmp_path / "run" / "starts").read_text() == "xx"
 
 
 def test_a_new_checkpoint_resets_the_count(tmp_path: Path) -> None:
@@ -82,7 +106,7 @@ def test_a_new_checkpoint_resets_the_count(tmp_path: Path) -> None:
     body = """
         if starts < 4:
             d = run / 'checkpoints' / f'checkpoint-{starts}'; d.mkdir(); (d / 'done').write_text('')
-            sys.exit(1)
+            sys.exit(75)
         sys.exit(0)
     """
     assert supervise(_child(tmp_path, body), tmp_path / "run", attempts=1) == 0
