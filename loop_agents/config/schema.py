@@ -71,7 +71,7 @@ class GpuAllocationConfig:
     cpu_kv_block_size: int = 32
     # CPU only: how long vLLM's worker and engine spin (sched_yield) after each shared-memory read before they
     # sleep (vLLM: 1 s). The spin takes a core the api_server, the rollout worker and the learner need
-    # (inference/shm_busy_loop.py); null keeps vLLM's behaviour.
+    # (patches/shm_busy_loop.py); null keeps vLLM's behaviour.
     cpu_shm_busy_loop_s: float | None = 0.0
 
 

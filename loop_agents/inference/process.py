@@ -72,6 +72,7 @@ class ServerProcess:
         with httpx.Client(trust_env=False, headers=auth_headers()) as http:
             while time.monotonic() < deadline:
                 if self._ready_once(http, base_url, model_root, served_name) is True:
+                    self._check_every_route_is_guarded(base_url)
                     record_process_tree(self.pid, self.tree_record)
                     return
                 last_error = self._last_probe_error
@@ -79,6 +80,16 @@ class ServerProcess:
         raise InferenceServerError(
             f"vLLM server not ready after {deadline_s:.0f} s ({last_error}); log {self.log_path}:\n{self.log_tail()}"
         )
+
+    def _check_every_route_is_guarded(self, base_url: str) -> None:
+        """A route outside `/v1` refuses a request without the key: the api_key_guard patch applied (a server whose
+        vLLM plugin did not load, e.g. left off `VLLM_PLUGINS`, would answer it)."""
+        status = httpx.get(f"{base_url}/version", timeout=30.0, trust_env=False).status_code
+        if status != 401:
+            raise InferenceServerError(
+                f"vLLM server answered GET /version without the API key (HTTP {status}): the api_key_guard patch "
+                f"(loop_agents/patches) did not apply; log {self.log_path}:\n{self.log_tail()}"
+            )
 
     def _ready_once(self, http: httpx.Client, base_url: str, model_root: str, served_name: str) -> bool:
         """One readiness probe; raises if the process has exited, records why it is not ready yet."""

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from loop_agents.inference.api_key import ENV_NAME as API_KEY_ENV
 from loop_agents.inference.api_key import ensure_run_key
+from loop_agents.patches.ray_token_auth import use_ray_token_if_available
 
 
 def init_ray(cfg: DictConfig) -> None:
@@ -25,7 +26,7 @@ def init_ray(cfg: DictConfig) -> None:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     key = ensure_run_key()  # before the local head starts: its workers inherit it (inference/api_key.py)
     if cfg.ray.address:
-        _use_ray_token_if_available()
+        use_ray_token_if_available()  # a private Ray function, checked there
         ray.init(address=cfg.ray.address, runtime_env={"env_vars": {API_KEY_ENV: key}}, **kwargs)
     else:
         ray.init(num_cpus=cfg.ray.num_cpus or os.cpu_count(), **kwargs)
@@ -63,16 +64,3 @@ def sigterm_exit_code() -> Iterator[None]:
         if _received_signal is not None:
             raise SystemExit(128 + _received_signal) from None
         raise
-
-
-def _use_ray_token_if_available() -> None:
-    """Joining a cluster: `ray start --head` turns Ray's token auth on, and `ray.init` turns it on by itself only for
-    address="auto"; with an explicit address the driver uses the token Ray keeps ($RAY_AUTH_TOKEN or
-    ~/.ray/auth_token) the same way, unless $RAY_AUTH_MODE says otherwise. The token is never read or printed here."""
-    try:
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available,
-        )
-    except ImportError:  # a Ray without token auth
-        return
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)

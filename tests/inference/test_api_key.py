@@ -12,13 +12,8 @@ import httpx
 import psutil
 import pytest
 
-from loop_agents.inference.api_key import (
-    ENV_NAME,
-    OPEN_PATHS,
-    auth_headers,
-    ensure_run_key,
-    guard_every_route,
-)
+from loop_agents.inference.api_key import ENV_NAME, auth_headers, ensure_run_key
+from loop_agents.patches.api_key_guard import OPEN_PATHS, guard_every_route
 from loop_agents.redaction import child_environment
 from tests.inference.test_watchdog import _wait_until_healthy
 

