@@ -1,0 +1,156 @@
+"""loop_agents/eval/stats.py on hand-computed cases: pass@k against its closed form and a count of subsets, the
+bootstrap interval's coverage on a known binomial and its exact ends where the resampling law is known, the
+paired difference on a constructed pair, the binomial bound; rliable's IQM, interval and P(improvement) on fixed
+tables, the interval checked against the stratified bootstrap written out from the paper's definition."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from loop_agents.eval.stats import (
+    binomial_half_width,
+    bootstrap_mean,
+    improvement_probability,
+    iqm,
+    iqm_interval,
+    mean_pass_at_k,
+    paired_difference,
+    pass_at_k,
+    runs_for_half_width,
+)
+
+
+def _subset_share(n: int, c: int, k: int) -> float:
+    """The share of the k-subsets of n samples (the first c correct) holding a correct one, by enumeration."""
+    subsets = list(itertools.combinations(range(n), k))
+    return sum(any(i < c for i in s) for s in subsets) / len(subsets)
+
+
+def test_pass_at_k_is_the_closed_form_and_the_subset_count() -> None:
+    assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)  # 1 - C(3,2)/C(5,2)
+    assert pass_at_k(4, 1, 3) == pytest.approx(1 - 1 / 4)  # 1 - C(3,3)/C(4,3)
+    assert pass_at_k(10, 0, 5) == 0.0 and pass_at_k(3, 3, 1) == 1.0
+    assert pass_at_k(6, 5, 2) == 1.0  # n - c < k: every pair holds a correct sample
+    for n in range(1, 8):
+        for c in range(n + 1):
+            assert pass_at_k(n, c, 1) == pytest.approx(c / n)  # pass@1 is avg@k
+            for k in range(1, n + 1):
+                assert pass_at_k(n, c, k) == pytest.approx(_subset_share(n, c, k))
+    assert mean_pass_at_k([(4, 1), (4, 0), (4, 4)], 2) == pytest.approx((0.5 + 0 + 1) / 3)
+    for bad in [(3, 4, 1), (3, 1, 0), (3, 1, 4), (3, -1, 1)]:
+        with pytest.raises(ValueError):
+            pass_at_k(*bad)
+
+
+def _binomial_quantile(n: int, p: float, q: float) -> int:
+    """The smallest j with P(Binomial(n, p) <= j) >= q."""
+    total = 0.0
+    for j in range(n + 1):
+        total += math.comb(n, j) * p**j * (1 - p) ** (n - j)
+        if total >= q - 1e-12:
+            return j
+    return n
+
+
+def test_bootstrap_interval_ends_are_the_binomial_quantiles_of_the_resampling_law() -> None:
+    # 50 failures and 50 successes: a resample's mean is Binomial(100, 0.5) / 100
+    got = bootstrap_mean([0.0] * 50 + [1.0] * 50, reps=40_000)
+    assert got.mean == 0.5 and got.n == 100
+    assert got.low == pytest.approx(_binomial_quantile(100, 0.5, 0.025) / 100, abs=0.011)  # 0.40
+    assert got.high == pytest.approx(_binomial_quantile(100, 0.5, 0.975) / 100, abs=0.011)  # 0.60
+    same = bootstrap_mean([0.7] * 12)
+    assert (same.mean, same.low, same.high) == pytest.approx((0.7, 0.7, 0.7))
+    assert bootstrap_mean([0.2, 0.9, 0.4], seed=3) == bootstrap_mean([0.2, 0.9, 0.4], seed=3)
+    with pytest.raises(ValueError):
+        bootstrap_mean([])
+
+
+def test_bootstrap_interval_covers_a_known_binomial_95_percent_of_the_time() -> None:
+    """1,000 evaluations of 100 tasks with p = 0.314 (off the 0.01 lattice, so the ends cannot sit on it): the 95 %
+    interval holds p in 93.5-97 % of them (a 90 % interval gives 0.90, a 99 % one 0.99; standard error 0.007)."""
+    rng = np.random.default_rng(2021)
+    p, trials = 0.314, 1_000
+    hits = 0
+    for trial in range(trials):
+        outcomes = (rng.random(100) < p).astype(float)
+        interval = bootstrap_mean(outcomes, reps=2_000, seed=trial)
+        hits += interval.low <= p <= interval.high
+    assert 0.935 <= hits / trials <= 0.97, hits / trials
+
+
+def test_paired_difference_on_a_constructed_pair() -> None:
+    a = {"t1": 0.2, "t2": 0.5, "t3": 0.9}
+    shifted = paired_difference(a, {t: v + 0.1 for t, v in a.items()})
+    # every task moved by exactly 0.1: every resample's mean difference is 0.1, however different the tasks are
+    assert (shifted.mean, shifted.low, shifted.high, shifted.n) == pytest.approx((0.1, 0.1, 0.1, 3))
+    # differences 0 and 1: a resample's mean is 0, 0.5 or 1 with chance 1/4, 1/2, 1/4 -> ends 0 and 1
+    two = paired_difference({"x": 0.0, "y": 0.0}, {"x": 0.0, "y": 1.0})
+    assert (two.mean, two.low, two.high) == (0.5, 0.0, 1.0)
+    with pytest.raises(ValueError, match="same tasks"):
+        paired_difference({"x": 0.0}, {"y": 1.0})
+
+
+def test_binomial_bound_and_the_runs_it_asks_for() -> None:
+    assert binomial_half_width(400) == pytest.approx(1.959964 * 0.5 / 20, rel=1e-6)  # 0.049
+    assert binomial_half_width(150) == pytest.approx(0.080015, rel=1e-4)  # 30 tasks x 5 runs: just above 0.08
+    assert runs_for_half_width(400, 0.05) == 1
+    assert runs_for_half_width(100, 0.05) == 4  # 1.96 * 0.5 / sqrt(400) = 0.049
+    assert runs_for_half_width(30, 0.08) == 6  # 5 runs give 0.0800150
+    assert runs_for_half_width(30, 0.08, p=0.75) == 4  # 1.96 * sqrt(0.1875 / 120) = 0.0775
+
+
+# ---------------------------------------------------------------------------------------- rliable
+TABLE = np.array([[0.1, 0.9], [0.4, 0.6], [0.2, 0.8], [0.3, 1.0]])  # 4 runs x 2 tasks
+
+
+def test_iqm_is_the_mean_of_the_middle_half_of_all_scores() -> None:
+    assert iqm(list(range(1, 9))) == pytest.approx(4.5)  # drop 1, 2 and 7, 8: mean of 3..6
+    # the 8 scores sorted: 0.1 0.2 0.3 0.4 | 0.6 0.8 0.9 1.0 -> the middle four 0.3 0.4 0.6 0.8
+    assert iqm(TABLE) == pytest.approx((0.3 + 0.4 + 0.6 + 0.8) / 4)
+    with pytest.raises(ValueError):
+        iqm([])
+
+
+def test_probability_of_improvement_counts_pairs_with_ties_as_half() -> None:
+    # x 3 4 5 over y 1 2 4: 3 beats 2 of y, 4 beats 2 and ties 1, 5 beats 3 -> 7.5 of 9 pairs
+    one = improvement_probability([3.0, 4.0, 5.0], [1.0, 2.0, 4.0], reps=200)
+    assert one.mean == pytest.approx(7.5 / 9) and one.n == 6
+    # per task then averaged: task 0 as above, task 1 identical runs -> 0.5
+    two = improvement_probability([[3, 7], [4, 7], [5, 7]], [[1, 7], [2, 7], [4, 7]], reps=200)
+    assert two.mean == pytest.approx((7.5 / 9 + 0.5) / 2)
+    every = improvement_probability([0.8, 0.9, 0.95], [0.1, 0.2, 0.3], reps=500)
+    assert (every.mean, every.low, every.high) == (1.0, 1.0, 1.0)  # every resample: all X above all Y
+    with pytest.raises(ValueError, match="same tasks"):
+        improvement_probability([[1, 2]], [[1, 2, 3]])
+
+
+def _stratified_iqm_interval(table: np.ndarray, reps: int, seed: int) -> tuple[float, float]:
+    """Agarwal et al. 2021, stratified bootstrap: resample the runs of each task with replacement, IQM, 2.5/97.5 %."""
+    rng = np.random.default_rng(seed)
+    runs, tasks = table.shape
+    values = []
+    for _ in range(reps):
+        picked = rng.integers(0, runs, size=(runs, tasks))
+        sample = table[picked, np.arange(tasks)[None, :]]
+        flat = np.sort(sample, axis=None)
+        cut = int(0.25 * flat.size)
+        values.append(flat[cut : flat.size - cut].mean())
+    low, high = np.quantile(values, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def test_iqm_interval_is_rliables_stratified_bootstrap() -> None:
+    state = np.random.get_state()
+    got = iqm_interval(TABLE, reps=5_000, seed=1)
+    assert np.array_equal(np.random.get_state()[1], state[1])  # numpy's global generator left as it was
+    assert got.mean == pytest.approx(iqm(TABLE)) and got.n == 4
+    low, high = _stratified_iqm_interval(TABLE, 5_000, seed=7)
+    assert got.low == pytest.approx(low, abs=0.02) and got.high == pytest.approx(high, abs=0.02)
+    assert got.low < got.mean < got.high
+    assert iqm_interval(TABLE, reps=500, seed=4) == iqm_interval(TABLE, reps=500, seed=4)
+    flat = iqm_interval([0.5] * 6, reps=200)
+    assert (flat.low, flat.high) == pytest.approx((0.5, 0.5))
