@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from loop_agents.jsonl import read_rows, rewrite_rows
 from loop_agents.rollout.trajectory import Trajectory, save_trajectories
 
 PLOTTED = {
@@ -73,9 +74,8 @@ class RunLog:
         """Drop metric rows newer than `iteration` (a resumed run rewrites them)."""
         if not self.metrics_path.exists():
             return
-        rows = [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
-        kept = [r for r in rows if r["iteration"] <= iteration]
-        self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        kept = [r for r in self.rows() if r["iteration"] <= iteration]
+        rewrite_rows(self.metrics_path, kept)  # atomic: a kill here leaves every row of before or after
 
     def has_training_row(self, iteration: int) -> bool:
         """Whether metrics.jsonl holds the training row (rollout metrics) of `iteration`."""
@@ -87,9 +87,8 @@ class RunLog:
         return path
 
     def rows(self) -> list[dict[str, Any]]:
-        if not self.metrics_path.exists():
-            return []
-        return [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
+        """metrics.jsonl's rows; a torn last row (a crash mid-append) is left out with a one-line note."""
+        return read_rows(self.metrics_path)
 
     def plot(self) -> list[Path]:
         """Write one PNG per curve family into plots/; returns the paths written."""
