@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> None:
     if not cfg.run.dry_run or "WORLD_SIZE" in os.environ:  # a plain dry run shows any preset's plan
         try:
             check_world_size(cfg)  # e.g. accelerate's num_processes against gpu_allocation.learner_gpus
-        except ConfigError as err:
-            if launched_rank() == 0:  # every rank stops; one line is enough
-                print(f"config error: {err}", file=sys.stderr, flush=True)
+        except ConfigError as err:  # every rank says it: a launcher may kill the others before rank 0 prints
+            sys.stderr.write(f"config error: {err}\n")  # one write: ranks sharing a pipe do not interleave
+            sys.stderr.flush()
             raise SystemExit(2) from None
     if cfg.run.dry_run:
         import json
@@ -87,21 +87,22 @@ def main(argv: list[str] | None = None) -> None:
         return
     from pathlib import Path
 
-    from loop_agents.supervisor import (
-        UNRECOVERABLE,
-        missing_model_path,
-        should_supervise,
-        supervise,
-        train_command,
-    )
+    from loop_agents.finished_run import finished_line
+    from loop_agents.preflight import check_or_exit
+    from loop_agents.supervisor import SUPERVISED_ENV, should_supervise, supervise, train_command
 
-    missing = missing_model_path(str(cfg.llm.model_path))
-    if missing is not None:
-        print(missing, file=sys.stderr, flush=True)
-        raise SystemExit(UNRECOVERABLE)
+    finished = finished_line(cfg)
+    if finished is not None:  # before anything starts or is rewritten
+        if launched_rank() == 0:
+            print(finished, flush=True)
+        return
+    if os.environ.get(SUPERVISED_ENV) != "1":  # the supervisor's parent checked already
+        check_or_exit(cfg)  # run.dir, model, servers: one line and exit 2, before Ray or vLLM
     if should_supervise(cfg.run.auto_resume_attempts):
         raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
     sys.excepthook = _with_stop_line(Path(cfg.run.dir))
+    from loop_agents.failures import exit_code_for
+    from loop_agents.jsonl import JsonlError
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
     from loop_agents.orchestration.environments import check_environment
@@ -120,10 +121,13 @@ def main(argv: list[str] | None = None) -> None:
             run(cfg)
     except CheckpointError as err:  # full disk, unwritable run dir, corrupted or foreign checkpoint
         print(f"checkpoint error: {err}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
-    except CachedModelMismatch as err:  # the run dir holds a model of another preset: bad input
+        raise SystemExit(2) from None  # the same command would meet it again
+    except (CachedModelMismatch, JsonlError) as err:  # another preset's model in run.dir, a damaged log
         print(f"run directory error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+    except Exception as err:  # its traceback and stop line; the code tells the supervisor whether to rerun
+        sys.excepthook(type(err), err, err.__traceback__)
+        raise SystemExit(exit_code_for(err)) from None
 
 
 if __name__ == "__main__":
