@@ -7,8 +7,10 @@ Layout of `<dir>/`:
   optimizer.pt, scheduler.pt             full (rank-independent) optimizer state, LR scheduler state
   rng_rank<r>.pt                         python/numpy/torch(/cuda) RNG state of each rank
   learner_state.json, extra_state.pt     iteration counters; the driver's own state (sampler, metrics)
+  manifest.json                          size and sha256 of every file above (learner/manifest.py)
   done                                   commit marker, written last inside the temp dir
-A directory without `done` is incomplete and is never resumed from.
+A directory without `done` is incomplete and is never resumed from; one whose files do not match its manifest
+is skipped on resume (orchestration/resume.py).
 """
 
 from __future__ import annotations
@@ -172,7 +174,11 @@ def temp_dir_for(directory: Path) -> Path:
 
 
 def commit(temp: Path, directory: Path) -> None:
-    """Mark `temp` complete and move it to `directory` (replacing an older one of the same name)."""
+    """Record `temp`'s files in its manifest, mark it complete and move it to `directory` (replacing an older
+    one of the same name)."""
+    from loop_agents.learner.manifest import write_manifest
+
+    write_manifest(temp)
     (temp / DONE_MARKER).write_text("ok\n")
     if directory.exists():
         old = directory.parent / f".{directory.name}.old"

@@ -26,6 +26,7 @@ from loop_agents.orchestration.distributed import Distributed
 from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
 from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.progress import PhaseProgress
+from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
 from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.run_report import PhaseClock, finish, print_eval_line
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
@@ -62,7 +63,7 @@ def run(cfg: DictConfig) -> None:
         early = ClusterStart(cfg, model_path, run_dir)
     try:
         learner = C.build_learner(cfg, model_path)
-        checkpoint = C.latest_checkpoint(run_dir)
+        checkpoint = agreed_checkpoint(dist, run_dir / "checkpoints")  # a damaged newest one is set aside
         state = learner.load_checkpoint(checkpoint) if checkpoint else {}
         if cfg.learner.stress_test and not checkpoint:
             learner.stress_test()
@@ -130,11 +131,7 @@ class Driver:
         cfg = self.cfg
         if self.start_iteration == 0 and self.checkpoint is None:
             (self.run_dir / "config.yaml").write_text(redacted_yaml(cfg))
-        self.log.truncate_after(self.start_iteration)
-        if self.checkpoint_metrics and not self.log.has_training_row(self.start_iteration):
-            self.log.log(
-                self.checkpoint_metrics, self.start_iteration
-            )  # killed after the checkpoint, before the log
+        restore_metrics(self.log, self.start_iteration, self.checkpoint_metrics)
         print(
             f"[driver] run dir {self.run_dir} | model {self.model_path} | "
             f"iterations {self.start_iteration + 1}..{cfg.run.iterations}",
