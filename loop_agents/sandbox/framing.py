@@ -39,11 +39,16 @@ def send(sock: socket.socket, message: Any) -> None:
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 
+def _clock() -> float:
+    """CLOCK_MONOTONIC, read so that freezegun (which an open AppWorld world starts) cannot stop it."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
 def _read_exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
     chunks, remaining = [], size
     while remaining:
         if deadline is not None:
-            left = deadline - time.monotonic()
+            left = deadline - _clock()
             if left <= 0 or not select.select([sock], [], [], left)[0]:
                 raise ChannelTimeout("no reply before the deadline")
         chunk = sock.recv(min(remaining, 1 << 20))
@@ -55,7 +60,8 @@ def _read_exactly(sock: socket.socket, size: int, deadline: float | None) -> byt
 
 
 def receive(sock: socket.socket, max_bytes: int, deadline: float | None = None) -> Any:
-    """The next message; `deadline` is a time.monotonic() value (None = wait for ever)."""
+    """The next message; `deadline` is a CLOCK_MONOTONIC value (`time.monotonic()` where no world froze it;
+    None = wait for ever)."""
     (size,) = _HEADER.unpack(_read_exactly(sock, _HEADER.size, deadline))
     if size > max_bytes:
         raise ChannelTooLarge(size)

@@ -1,16 +1,18 @@
-"""The sandbox layers: detect what the kernel offers, then apply them to the calling (forked) process.
+"""The sandbox layers: detect what the kernel offers, choose per mode (failing closed), apply to trusted forks.
 
-    namespaces  unshare(user, net, pid, ipc): no network but a down loopback, no sight of or signal
-                to processes outside, and the whole tree dies with the namespace's pid 1
-    landlock    filesystem allow list (read: interpreter, libraries, public task inputs; write: the
-                episode's output folder; no exec); also denies ptrace of processes outside it, so
-                /proc/<pid>/environ of the trainer is unreadable
-    seccomp     EPERM for starting programs (execve), new processes (fork, non-thread clone),
-                ptrace, process_vm_*, mount/unshare/setns, io_uring, bpf, and new sockets (a
-                socketpair stays possible; a path Unix socket of the host is not reachable)
-    rlimits     address space, file size, CPU seconds, open files, no core dumps
+    namespaces  user, mount, pid, network, IPC, UTS: the policy process's private tmpfs view, no network, no
+                sight of or signal to processes outside; also the trusted API and evaluator forks' network
+    landlock    filesystem rules, TCP bind/connect denied (ABI >= 4), signals and abstract Unix sockets scoped
+                to the domain (ABI >= 6); through its syscalls (landlock_rules.py)
+    seccomp     the policy process: an allow list with TSYNC (seccomp_allow.py); the trusted forks that parse
+                policy-written data: the deny list below
+    rlimits     address space, file size, CPU seconds, open files, tasks, no core dumps
 
-All layers are applied by the process to itself after fork, without root, in that order.
+Modes: `strict` needs every layer, Landlock with scoping included; `available` (the default) needs namespaces
+and seccomp, without which the policy's process would share the host's filesystem, processes and network, and
+uses Landlock where the kernel has it (one warning line where it does not); `off` runs the policy's code
+unconfined and says so at every start. A mode whose needs are missing refuses with one line naming the layer
+and how to enable it (the host exits 2).
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from loop_agents.sandbox import confine, landlock_rules
+
 LAYERS = ("namespaces", "landlock", "seccomp", "rlimits")
 MODES = ("strict", "available", "off")
+REQUIRED = {"strict": LAYERS, "available": ("namespaces", "seccomp", "rlimits"), "off": ()}
 HOW_TO_ENABLE = {
     "namespaces": "allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, "
-    "kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)",
-    "landlock": "boot a kernel >= 5.13 with landlock in its LSM list (lsm=landlock,...) and run "
-    "scripts/install_appworld.sh (installs the `landlock` package)",
+    "kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0; in a container, a "
+    "seccomp profile that permits unshare and mount)",
+    "landlock": "boot a kernel >= 6.12 (Landlock ABI 6: scoping of signals and abstract sockets) with landlock "
+    "in its LSM list (lsm=landlock,...)",
     "seccomp": "install libseccomp2 (apt-get install libseccomp2) and run scripts/install_appworld.sh "
     "(installs the `pyseccomp` package)",
     "rlimits": "nothing (POSIX rlimits are always available)",
@@ -43,7 +49,8 @@ _CLONE_THREAD = 0x00010000
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
-# Syscalls the policy's code never needs; each answers EPERM (a PermissionError in Python).
+# The trusted forks' deny list (API process, evaluator): they parse policy-written data but run no policy
+# code; each answers EPERM. The policy process has the allow list of seccomp_allow.py instead.
 _DENIED_SYSCALLS = (
     "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev",
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "bpf", "perf_event_open",
@@ -53,7 +60,7 @@ _DENIED_SYSCALLS = (
 
 
 class SandboxUnavailable(RuntimeError):
-    """A layer required by `strict` mode is missing."""
+    """A layer the chosen mode needs is missing."""
 
 
 @dataclass
@@ -69,20 +76,19 @@ class Limits:
 def _namespaces_work() -> str | None:
     pid = os.fork()
     if pid == 0:  # probe in a child: unshare changes the caller for good
-        code = 0 if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWIPC) == 0 else 1
-        os._exit(code)
+        os._exit(0 if _libc.unshare(confine.NAMESPACES) == 0 else 1)
     _, status = os.waitpid(pid, 0)
-    return "user+net+pid+ipc" if os.waitstatus_to_exitcode(status) == 0 else None
+    return "user+mount+pid+net+ipc+uts" if os.waitstatus_to_exitcode(status) == 0 else None
 
 
 def _landlock_abi() -> str | None:
-    try:
-        import landlock
-
-        abi = landlock.landlock_abi_version()
-    except Exception:  # noqa: BLE001 - missing package, kernel without Landlock, or disabled LSM
-        return None
+    abi = landlock_rules.abi_version()
     return f"abi {abi}" if abi >= 1 else None
+
+
+def landlock_abi(offered: dict[str, str | None]) -> int:
+    detail = offered.get("landlock") or ""
+    return int(detail.split()[-1]) if detail.startswith("abi ") else 0
 
 
 def _seccomp_works() -> str | None:
@@ -101,25 +107,32 @@ def detect() -> dict[str, str | None]:
         "namespaces": _namespaces_work(),
         "landlock": _landlock_abi(),
         "seccomp": _seccomp_works(),
-        "rlimits": "as,fsize,cpu,nofile,core",
+        "rlimits": "as,fsize,cpu,nofile,nproc,core",
     }
 
 
 def choose(mode: str, offered: dict[str, str | None]) -> tuple[list[str], list[str], str]:
-    """(active layers, missing layers, start line) for `mode`; raises SandboxUnavailable in strict."""
+    """(active layers, missing layers, start line) for `mode`; raises SandboxUnavailable when `mode` needs a
+    layer this machine lacks (strict: Landlock below ABI 6 counts as missing)."""
     if mode not in MODES:
         raise ValueError(f"sandbox mode must be one of {MODES}, got {mode!r}")
-    missing = [name for name in LAYERS if not offered.get(name)]
     if mode == "off":
         return (
             [],
             [],
-            "[sandbox] off by explicit choice (env.options.sandbox=off): the policy's code runs unconfined",
+            "[sandbox] WARNING off by explicit choice (env.options.sandbox=off): the policy's code runs "
+            "unconfined, with the host's files, processes and network",
         )
-    if mode == "strict" and missing:
-        first = missing[0]
+    offered = dict(offered)
+    if mode == "strict" and offered.get("landlock") and landlock_abi(offered) < landlock_rules.SCOPE_ABI:
+        offered["landlock"] = None
+    missing = [name for name in LAYERS if not offered.get(name)]
+    needed = [name for name in REQUIRED[mode] if name in missing]
+    if needed:
+        first = needed[0]
         raise SandboxUnavailable(
-            f"[sandbox] strict mode: layer {first!r} is missing on this machine; to enable it: {HOW_TO_ENABLE[first]}"
+            f"[sandbox] {mode} mode: layer {first!r} is missing on this machine; to enable it: "
+            f"{HOW_TO_ENABLE[first]} (or run unconfined with env.options.sandbox=off)"
         )
     active = [name for name in LAYERS if offered.get(name)]
     line = "[sandbox] layers on: " + ", ".join(f"{name} ({offered[name]})" for name in active)
@@ -161,25 +174,7 @@ def apply_rlimits(limits: Limits) -> None:
 
 def apply_landlock(read: list[Path], write: list[Path]) -> None:
     """Only `read` (read-only) and `write` (read, create, write, delete; no exec, links or devices)."""
-    import landlock
-    from landlock import FSAccess
-
-    ruleset = landlock.Ruleset()  # handles every access right of this kernel's ABI
-    file_rights = FSAccess.all_file()
-    read_rights = FSAccess.READ_FILE | FSAccess.READ_DIR
-    write_rights = read_rights | FSAccess.WRITE_FILE | FSAccess.REMOVE_DIR | FSAccess.REMOVE_FILE
-    write_rights |= FSAccess.MAKE_DIR | FSAccess.MAKE_REG
-    if landlock.landlock_abi_version() >= 3:
-        write_rights |= FSAccess.TRUNCATE
-    for paths, rights in ((read, read_rights), (write, write_rights)):
-        for path in paths:
-            try:
-                mode = os.stat(path).st_mode
-            except OSError:
-                continue  # an optional path this machine lacks
-            ruleset.allow(str(path), rules=rights if stat.S_ISDIR(mode) else rights & file_rights)
-    ruleset.apply()
-    os.close(ruleset._fd)  # the package keeps it open; the sandboxed code has no use for it
+    landlock_rules.restrict_self(read, write)
 
 
 def reopen_files_read_only(writable: list[Path]) -> list[str]:
@@ -243,7 +238,16 @@ def system_read_paths() -> list[Path]:
         Path(sys.executable).resolve().parent,
     }
     paths |= {
-        Path(p) for p in ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo", "/etc/localtime")
+        Path(p)
+        for p in (
+            "/usr/lib",
+            "/usr/lib64",
+            "/lib",
+            "/lib64",
+            "/usr/share/zoneinfo",
+            "/etc/localtime",
+            "/etc/ld.so.cache",
+        )
     }
     paths |= {Path(p) for p in ("/dev/null", "/dev/urandom", "/dev/zero")}
     return sorted(paths)

@@ -44,11 +44,15 @@ class AppWorldConfig:
     # AppWorld's own name guard (subprocess, socket, open for writing, ... -> error output). It is not a
     # security boundary (`import os` and every `appworld.*` module pass it); the sandbox below is.
     raise_on_unsafe_syntax: bool = True
-    sandbox: str = "available"  # strict: refuse to start without every layer | available: warn | off
+    # available: refuse to start without namespaces and seccomp, use Landlock where offered | strict: also require
+    # Landlock with scoping (ABI >= 6) | off: run the policy's code unconfined (a warning at every start)
+    sandbox: str = "available"
     memory_limit_mb: int = 4096  # RLIMIT_AS of an episode process
     file_size_limit_mb: int = 256  # RLIMIT_FSIZE of an episode process
     cpu_limit_s: int = 600  # RLIMIT_CPU of an episode process (whole episode)
     open_files_limit: int = 256  # RLIMIT_NOFILE of an episode process
+    scratch_limit_mb: int = 64  # size of the policy process's tmpfs (its only writable place)
+    scratch_inodes: int = 4096  # files + folders in that tmpfs
     reward: str = "partial"  # partial = passed/num_tests | success = 1 if all tests pass else 0
     experiment_prefix: str = "loop_agents"  # prefix of generated per-episode experiment names
     keep_episode_outputs: bool = False  # keep outputs of episodes with generated experiment names

@@ -3,9 +3,11 @@
 The outputs are what episodes wrote under `<root>/experiments/outputs/<experiment>/tasks/` for
 episodes run with that `experiment_name`. The evaluator replays them on the task DBs in a fresh
 process that never ran policy code (as `appworld evaluate <experiment> <split>` does), sandboxed
-like an episode's evaluator (episode_host.py `--score-experiment`): the outputs were written by
-the policy, so a task whose saved changes hold anything but row INSERT/UPDATE/DELETE statements is
-not replayed and counts as failed (`per_task[t]["tampered"]`). We return TGC/SGC per difficulty.
+like an episode's evaluator (episode_host.py `--score-experiment`). Only outputs an episode host signed
+are scored (host/provenance.py): outputs of unknown origin raise `UnverifiedOutputs` naming the file,
+unless `trust_unsigned` (outputs of another AppWorld agent, on the caller's word). A task whose saved
+changes hold anything but row INSERT/UPDATE/DELETE statements is not replayed and counts as failed
+(`per_task[t]["tampered"]`). We return TGC/SGC per difficulty.
 """
 
 from __future__ import annotations
@@ -32,8 +34,16 @@ class OfficialEvaluation:
     per_task: dict[str, dict[str, Any]]  # task id -> {success, num_tests, num_passed, difficulty}
 
 
+class UnverifiedOutputs(ValueError):
+    """Outputs whose origin cannot be established: the message names the first such file."""
+
+
 def run_official_evaluation(
-    experiment_name: str, split: str, config: AppWorldConfig, timeout_s: float = 1800.0
+    experiment_name: str,
+    split: str,
+    config: AppWorldConfig,
+    timeout_s: float = 1800.0,
+    trust_unsigned: bool = False,
 ) -> OfficialEvaluation:
     """Scores every task of `split` from the outputs of `experiment_name` (missing outputs fail)."""
     config.check_installed()
@@ -46,7 +56,10 @@ def run_official_evaluation(
             f"experiment {experiment_name!r} has no outputs for {len(missing)} tasks of {split!r} "
             f"under {outputs}, e.g. {missing[:3]}"
         )
-    command = host_command(config, "--score-experiment", experiment_name, "--tasks", json.dumps(task_ids))
+    trust = ["--trust-unsigned"] if trust_unsigned else []
+    command = host_command(
+        config, "--score-experiment", experiment_name, "--tasks", json.dumps(task_ids), *trust
+    )
     done = subprocess.run(
         command, cwd=root, env=host_environment(config), capture_output=True, text=True, timeout=timeout_s
     )
@@ -55,6 +68,12 @@ def run_official_evaluation(
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"AppWorld evaluation failed (rc {done.returncode}): {done.stderr[-2000:]}")
     result = json.loads(line[len(marker) :])
+    unverified = result.get("unverified", {})
+    if unverified and not trust_unsigned:
+        task_id, why = sorted(unverified.items())[0]
+        raise UnverifiedOutputs(
+            f"{why} ({len(unverified)} of {len(task_ids)} tasks unverified; scoring refused)"
+        )
     per_task = {}
     for task_id, tracker in result["individual"].items():
         per_task[task_id] = {

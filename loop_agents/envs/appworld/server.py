@@ -43,6 +43,7 @@ def host_command(config: AppWorldConfig, *extra: str) -> list[str]:
         "--sandbox", config.sandbox, "--memory-mb", str(config.memory_limit_mb),
         "--file-size-mb", str(config.file_size_limit_mb), "--cpu-s", str(config.cpu_limit_s),
         "--open-files", str(config.open_files_limit), "--max-output-bytes", str(config.max_output_bytes),
+        "--scratch-mb", str(config.scratch_limit_mb), "--scratch-inodes", str(config.scratch_inodes),
         "--grace-s", str(config.grace_s), "--evaluate-timeout-s", str(max(1.0, config.evaluate_timeout_s - 5)),
         "--initialize-timeout-s", str(max(1.0, config.initialize_timeout_s - 5)), *extra,
     ]  # fmt: skip

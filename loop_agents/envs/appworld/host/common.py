@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import stat
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from loop_agents.sandbox import layers
 
@@ -17,11 +19,19 @@ def now() -> float:
     return time.clock_gettime(time.CLOCK_MONOTONIC)  # freezegun does not patch this one
 
 
+POLICY_ROOT_MOUNT_POINT = (
+    Path(tempfile.gettempdir()) / "loop_agents_policy_root"
+)  # covered by each policy's tmpfs
+
+
 class Settings:
-    def __init__(self, args: argparse.Namespace, active: list[str]) -> None:
+    def __init__(self, args: argparse.Namespace, active: list[str], landlock_abi: int) -> None:
         self.root = Path(args.root).resolve()
         self.active = active
+        self.landlock_abi = landlock_abi if "landlock" in active else 0
         self.limits = layers.Limits(args.memory_mb, args.file_size_mb, args.cpu_s, args.open_files)
+        self.scratch_mb = args.scratch_mb
+        self.scratch_inodes = args.scratch_inodes
         self.max_output_bytes = args.max_output_bytes
         self.grace_s = args.grace_s
         self.evaluate_timeout_s = args.evaluate_timeout_s
@@ -29,6 +39,32 @@ class Settings:
 
     def output_dir(self, experiment: str, task_id: str) -> Path:
         return self.root / "experiments" / "outputs" / experiment / "tasks" / task_id
+
+    def policy_setup(self, task_id: str, experiment: str) -> dict[str, Any]:
+        """What policy process A needs to build B's view and limits (public paths and numbers only)."""
+        host = Path(__file__).resolve().parent
+        code = [host, Path(layers.__file__).resolve().parent]
+        if "namespaces" in self.active:
+            POLICY_ROOT_MOUNT_POINT.mkdir(exist_ok=True)
+        return {
+            "confine": "namespaces" in self.active,
+            "root": str(self.root),
+            "task_id": task_id,
+            "experiment_name": experiment,
+            "new_root": str(POLICY_ROOT_MOUNT_POINT),
+            "system_paths": [
+                str(p) for p in layers.system_read_paths() + code if not str(p).startswith("/dev/")
+            ],
+            "landlock_abi": self.landlock_abi,
+            "limits": {
+                "scratch_mb": self.scratch_mb,
+                "scratch_inodes": self.scratch_inodes,
+                "memory_mb": self.limits.memory_mb,
+                "file_size_mb": min(self.limits.file_size_mb, self.scratch_mb),
+                "cpu_s": self.limits.cpu_s,
+                "open_files": min(self.limits.open_files, 64),
+            },
+        }
 
 
 def close_fds_except(keep: set[int]) -> None:

@@ -1,155 +1,160 @@
-"""One episode's processes: A enters fresh user/net/pid/ipc namespaces and forks B, pid 1 there, which opens
-the world without ground truth, sandboxes itself and runs the cells; `Episode` is the host's handle on them."""
+"""One episode's processes and the host's handle on them.
+
+    API process   forked from the host (api_process.py): holds the task's databases, answers the policy's app
+                  calls on an allow list, and at the end saves the state the grader scores; runs no policy code
+    policy        forked by the zygote (policy_process.py): A enters new namespaces, B (pid 1 there) confines
+                  itself and runs the cells, reaching the apps only through the API channel
+
+The host opens the three channels before either process exists (cells: host <-> B; apis: B <-> API process;
+admin: host <-> API process), so neither process can name anything else. Between cells B is stopped
+(SIGSTOP): no CPU, no signal handler, no timer runs while the trainer thinks.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
+import sys
 import time
 import traceback
 from typing import Any
 
-from loop_agents.envs.appworld.host.common import MESSAGE_LIMIT, Settings, close_fds_except, now, sandbox_self
-from loop_agents.sandbox import framing, layers
-
-_INIT_KEYS = (
-    "max_interactions",
-    "max_api_calls_per_interaction",
-    "timeout_seconds",
-    "raise_on_unsafe_syntax",
-)
-
-
-def _episode_main(channel: socket.socket, request: dict[str, Any], settings: Settings) -> None:
-    from appworld.environment import AppWorld
-
-    task_id, experiment = request["task_id"], request["experiment_name"]
-    began = now()
-    kwargs = {key: request[key] for key in _INIT_KEYS if key in request}
-    world = AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False, **kwargs)
-    init_s = now() - began
-    out_dir = settings.output_dir(experiment, task_id)
-    task_dir = settings.root / "data" / "tasks" / task_id
-    public = [settings.root / "data" / "base_dbs", settings.root / "data" / "api_docs"]
-    layers.reopen_files_read_only([out_dir])
-    sandbox_s = sandbox_self(settings, [*public, task_dir / "specs.json", task_dir / "dbs"], [out_dir])
-    os.chdir(out_dir)
-    task = world.task
-    framing.send(
-        channel,
-        {
-            "output": {
-                "task_id": task_id,
-                "instruction": task.instruction,
-                "supervisor": dict(task.supervisor),
-                "datetime": task.datetime.isoformat(),
-                "timing": {"init_s": init_s, "sandbox_s": sandbox_s},
-            }
-        },
-    )
-    while True:
-        message = framing.receive(channel, MESSAGE_LIMIT)
-        if message["op"] == "execute":
-            framing.send(channel, {"output": world.execute(message["code"])})
-        elif message["op"] == "task_completed":
-            framing.send(channel, {"output": bool(world.task_completed())})
-
-
-def _episode_outer(
-    channel: socket.socket, pid_pipe: int, request: dict[str, Any], settings: Settings
-) -> None:
-    """Child A: enters the namespaces, forks B, reports B's pid, waits for it."""
-    layers.die_with_parent()
-    close_fds_except({channel.fileno(), pid_pipe})
-    if "namespaces" in settings.active:
-        layers.enter_namespaces(pid=True)
-    inner = os.fork()
-    if inner == 0:
-        os.close(pid_pipe)
-        layers.die_with_parent()
-        os.setsid()  # else kill(0, sig) would reach the host through the shared process group
-        try:
-            _episode_main(channel, request, settings)
-        except BaseException:  # noqa: BLE001 - reported to the host, which answers the trainer
-            try:
-                framing.send(channel, {"error": traceback.format_exc()[-3000:]})
-            except OSError:
-                pass
-        os._exit(1)
-    os.write(pid_pipe, str(inner).encode())
-    os.close(pid_pipe)
-    channel.close()
-    _, status = os.waitpid(inner, 0)
-    os._exit(0)
+from loop_agents.envs.appworld.host import zygote
+from loop_agents.envs.appworld.host.api_process import api_main
+from loop_agents.envs.appworld.host.common import MESSAGE_LIMIT, Settings, now
+from loop_agents.sandbox import framing
 
 
 class Episode:
-    """The host's handle on one running episode (B and its namespace)."""
+    """The host's handle on one running episode."""
 
-    def __init__(self, request: dict[str, Any], settings: Settings) -> None:
+    def __init__(self, request: dict[str, Any], settings: Settings, zygote_client: socket.socket) -> None:
         self.settings = settings
         self.task_id = request["task_id"]
         self.experiment = request["experiment_name"]
         self.cell_timeout_s = float(request.get("timeout_seconds") or 20)
         self.ended: str | None = None
         self.evaluation: dict[str, Any] | None = None
-        self.channel, child_channel = socket.socketpair()
-        read_end, write_end = os.pipe()
+        self.pidfds: list[int] = []
+        self.inner_pidfd = -1
         began = now()
-        self.outer = os.fork()
-        if self.outer == 0:
-            os.close(read_end)
-            self.channel.close()
+        self.cells, cells_policy = socket.socketpair()
+        apis_api, apis_policy = socket.socketpair()
+        self.admin, admin_api = socket.socketpair()
+        settings.output_dir(self.experiment, self.task_id).parent.mkdir(parents=True, exist_ok=True)
+        self.api_pid = os.fork()
+        if self.api_pid == 0:
+            for sock in (self.cells, cells_policy, apis_policy, self.admin, zygote_client):
+                sock.close()
             try:
-                _episode_outer(child_channel, write_end, request, settings)
-            finally:
-                os._exit(1)
-        child_channel.close()
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as pipe:
-            text = pipe.read().decode() or "0"
-        self.inner = int(text)
+                api_main(apis_api, admin_api, request, settings)
+            except BaseException:  # noqa: BLE001 - the host sees the admin channel close
+                traceback.print_exc()
+                sys.stderr.flush()
+            os._exit(1)
+        self.pidfds.append(os.pidfd_open(self.api_pid))
+        apis_api.close()
+        admin_api.close()
+        # the setup waits in the channel: A reads it before it can fork B and name B's pid to the zygote,
+        # which may still be warming up for the host's first episode
+        framing.send(self.cells, {**settings.policy_setup(self.task_id, self.experiment), "init": request})
+        reply = zygote.spawn(
+            zygote_client, cells_policy.fileno(), apis_policy.fileno(), settings.initialize_timeout_s
+        )
+        cells_policy.close()
+        apis_policy.close()
+        if "error" in reply:
+            self.kill()
+            raise RuntimeError(f"policy process start failed: {reply['error']}")
+        for pid in (int(reply["outer"]), int(reply["inner"])):
+            try:
+                self.pidfds.append(os.pidfd_open(pid))
+            except (ProcessLookupError, OSError):
+                pass  # not started or already gone: the cell channel says why
+        self.inner_pidfd = self.pidfds[-1] if len(self.pidfds) == 3 else -1
         self.fork_s = now() - began
 
-    def receive(self, timeout_s: float) -> dict[str, Any]:
-        return framing.receive(
-            self.channel, self.settings.max_output_bytes + 4096, time.monotonic() + timeout_s
-        )
+    def start(self, timeout_s: float) -> dict[str, Any]:
+        """Both processes' start reports merged: {"output": public task facts + timing} or {"error": why}."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            api = framing.receive(self.admin, MESSAGE_LIMIT, deadline)
+            if "output" not in api:
+                return {"error": f"API process: {str(api.get('error'))[-2000:]}"}
+            policy = framing.receive(self.cells, MESSAGE_LIMIT, deadline)
+            if "output" not in policy:
+                return {"error": f"policy process: {str(policy.get('error'))[-2000:]}"}
+        except (framing.ChannelError, OSError) as error:
+            return {"error": f"{type(error).__name__}: {error}"}
+        output = api["output"]
+        output["timing"].update(policy["output"]["timing"])
+        self._signal_policy(signal.SIGSTOP)
+        return {"output": output}
 
-    def ask(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """B's reply, or `{"ended": why}` after killing B (deadline, death, flood or garbage)."""
+    def ask_policy(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """B's reply, or `{"ended": why}` after killing the episode (deadline, death, flood or garbage)."""
         if self.ended:
             return {"ended": self.ended}
         try:
-            framing.send(self.channel, message)
-            reply = self.receive(timeout_s)
+            self._signal_policy(signal.SIGCONT)
+            framing.send(self.cells, message)
+            reply = framing.receive(
+                self.cells, self.settings.max_output_bytes + 4096, time.monotonic() + timeout_s
+            )
             if not isinstance(reply, dict) or "output" not in reply:
                 raise framing.ChannelError(f"unexpected reply {str(reply)[:200]!r}")
+            self._signal_policy(signal.SIGSTOP)
             return reply
         except framing.ChannelTimeout:
             self.ended = "timeout"
         except framing.ChannelTooLarge as error:
             self.ended = "output_too_large"
-            self.kill()
+            self.kill_policy()
             return {"ended": self.ended, "size": error.size}
         except (framing.ChannelError, OSError):
             self.ended = "env_killed"
-        self.kill()
+        self.kill_policy()
         return {"ended": self.ended}
 
+    def ask_api(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """The API process's reply; a dead or silent API process is the host's failure (RuntimeError)."""
+        try:
+            framing.send(self.admin, message)
+            reply = framing.receive(self.admin, MESSAGE_LIMIT, time.monotonic() + timeout_s)
+        except (framing.ChannelError, OSError) as error:
+            raise RuntimeError(f"the API process failed: {error}") from error
+        if "output" not in reply:
+            raise RuntimeError(f"the API process failed: {reply.get('error')}")
+        return reply
+
+    def _signal_policy(self, signum: int) -> None:
+        if self.inner_pidfd >= 0:
+            try:
+                signal.pidfd_send_signal(self.inner_pidfd, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill_policy(self) -> None:
+        """SIGKILL A and B (B's pid namespace dies with it)."""
+        for fd in self.pidfds[1:]:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.cells.close()
+
     def kill(self) -> None:
-        """SIGKILL B (the pid namespace dies with it) and A; reap A."""
-        if self.outer > 0:
-            # A exits only after reaping B, so once A is gone B's pid may be reused: never signal it then.
-            # (the WNOHANG wait reaps an exited A, so its pid is not signalled either).
-            if os.waitpid(self.outer, os.WNOHANG)[0] == 0:
-                for pid in (self.inner, self.outer):
-                    if pid > 0:
-                        try:
-                            os.kill(pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                os.waitpid(self.outer, 0)
-        self.inner = self.outer = 0
-        self.channel.close()
+        """SIGKILL every process of the episode and reap the API process."""
+        self.kill_policy()
+        if self.pidfds:
+            try:
+                signal.pidfd_send_signal(self.pidfds[0], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.api_pid, 0)
+        for fd in self.pidfds:
+            os.close(fd)
+        self.pidfds = []
+        self.inner_pidfd = -1
+        self.admin.close()

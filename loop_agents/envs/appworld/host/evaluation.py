@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from loop_agents.envs.appworld.host import provenance
 from loop_agents.envs.appworld.host.common import MESSAGE_LIMIT, Settings, close_fds_except, now, sandbox_self
 from loop_agents.sandbox import framing, layers
 
@@ -102,17 +103,41 @@ def _evaluator_main(channel: socket.socket, task_id: str, experiment: str, setti
     framing.send(channel, {"output": {**tracker.to_dict(), "timing": timing}})
 
 
-def score_experiment(settings: Settings, experiment: str, task_ids: list[str]) -> dict[str, Any]:
-    """AppWorld's `evaluate_tasks` over saved outputs, sandboxed; tampered tasks are left out and named."""
+def score_experiment(
+    settings: Settings, experiment: str, task_ids: list[str], trust_unsigned: bool = False
+) -> dict[str, Any]:
+    """AppWorld's `evaluate_tasks` over saved outputs, sandboxed. Tasks whose outputs do not carry a valid host
+    signature (provenance.py; named in "unverified", and scored anyway only if `trust_unsigned`) or hold
+    anything but row changes ("tampered") are left out."""
     from appworld.environment import AppWorld  # noqa: F401 - imports everything before the sandbox is on
     from appworld.evaluator import evaluate_tasks
 
     outputs = settings.root / "experiments" / "outputs" / experiment
+    key = (
+        provenance.key_path(settings.root).read_bytes()
+        if provenance.key_path(settings.root).is_file()
+        else b""
+    )
+    unverified = {}
+    for task in task_ids:
+        why = (
+            provenance.problem(key, outputs / "tasks" / task, task, experiment)
+            if key
+            else (
+                f"{provenance.key_path(settings.root)} is missing: no episode host ever signed outputs under this root"
+            )
+        )
+        if why:
+            unverified[task] = why
     if "namespaces" in settings.active:
         layers.enter_namespaces(pid=False)
     sandbox_self(settings, [settings.root / "data"], [outputs])
-    tampered = {t: why for t in task_ids if (why := _tampered_output(outputs / "tasks" / t / "dbs"))}
-    clean = [t for t in task_ids if t not in tampered]
+    tampered = {
+        t: why
+        for t in task_ids
+        if t not in unverified and (why := _tampered_output(outputs / "tasks" / t / "dbs"))
+    }
+    clean = [t for t in task_ids if t not in tampered and (trust_unsigned or t not in unverified)]
     result: dict[str, Any] = {"aggregate": {}, "individual": {}}
     if clean:
         result = evaluate_tasks(
@@ -122,7 +147,7 @@ def score_experiment(settings: Settings, experiment: str, task_ids: list[str]) -
             include_details=True,
             save_reports=True,
         )
-    return {**result, "tampered": tampered}
+    return {**result, "tampered": tampered, "unverified": unverified}
 
 
 def _tampered_output(dbs: Path) -> str:

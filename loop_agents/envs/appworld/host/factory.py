@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import traceback
 from collections.abc import Callable
 
+from loop_agents.envs.appworld.host import zygote
 from loop_agents.sandbox import layers
 
 REPLY_PREFIX = "@@FACTORY@@ "
@@ -29,7 +31,7 @@ def _announce(payload: dict) -> None:
     sys.stdout.flush()
 
 
-def _become_host(request: dict, serve: Callable[[int], None]) -> None:
+def _become_host(request: dict, serve: Callable[[int, socket.socket], None], client: socket.socket) -> None:
     """In the forked child: detach from the factory's pipes and session, then serve until killed."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the host waits for its own episode forks
@@ -43,14 +45,14 @@ def _become_host(request: dict, serve: Callable[[int], None]) -> None:
         os.close(log)
         os.close(devnull)
         print(f"[episode_host] forked by the host factory for port {request['port']}", flush=True)
-        serve(int(request["port"]))
+        serve(int(request["port"]), client)
     except BaseException:  # noqa: BLE001 - the log says why; the pool sees the host not answering
         traceback.print_exc()
         sys.stderr.flush()
     os._exit(1)
 
 
-def serve_factory(serve: Callable[[int], None]) -> None:
+def serve_factory(serve: Callable[[int, socket.socket], None], registrar: socket.socket) -> None:
     """Forks one host per request line until stdin closes. Single-threaded, so every fork is safe."""
     signal.signal(
         signal.SIGCHLD, signal.SIG_IGN
@@ -64,7 +66,10 @@ def serve_factory(serve: Callable[[int], None]) -> None:
             _announce({"error": f"bad request {line[:200]!r}: {error}"})
             continue
         sys.stdout.flush()  # a child must not inherit (and write out again) buffered replies
+        client = zygote.connect(registrar)  # the new host's own line to the zygote
         pid = os.fork()
         if pid == 0:
-            _become_host(request, serve)
+            registrar.close()  # a host must not register clients of its own
+            _become_host(request, serve, client)
+        client.close()
         _announce({"port": port, "pid": pid})

@@ -5,19 +5,23 @@ from __future__ import annotations
 import gc
 import json
 import shutil
+import socket
 import traceback
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from loop_agents.envs.appworld.host import provenance
 from loop_agents.envs.appworld.host.common import Settings, now
 from loop_agents.envs.appworld.host.episode import Episode
 from loop_agents.envs.appworld.host.evaluation import PreparedEvaluation
-from loop_agents.sandbox import framing, layers
+from loop_agents.sandbox import layers
 
 
 class Host:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, zygote_client: socket.socket) -> None:
         self.settings = settings
+        self.zygote_client = zygote_client
+        self.key = provenance.ensure_key(settings.root)  # read here, after the zygote was forked without it
         self.episode: Episode | None = None
         self.evaluator: PreparedEvaluation | None = None  # the episode's evaluator, warm while it runs
 
@@ -38,25 +42,21 @@ class Host:
             raise ValueError(f"unknown task {task_id!r}")
         shutil.rmtree(self.settings.output_dir(experiment, task_id), ignore_errors=True)
         began = now()
-        episode = self.episode = Episode(body, self.settings)
-        try:
-            reply = episode.receive(self.settings.initialize_timeout_s)
-        except framing.ChannelError as error:
-            self.end_episode()
-            raise RuntimeError(f"episode start failed: {error}") from error
+        episode = self.episode = Episode(body, self.settings, self.zygote_client)
+        reply = episode.start(self.settings.initialize_timeout_s)
         if "output" not in reply:
             self.end_episode()
-            raise RuntimeError(f"episode start failed: {str(reply.get('error'))[-2000:]}")
+            raise RuntimeError(f"episode start failed: {reply['error']}")
         output = reply["output"]
         output["timing"].update(fork_s=episode.fork_s, initialize_s=now() - began)
-        # started after the world has set up the episode's output folder: the evaluator's Landlock rules are bound
-        # to that folder, so it must exist and stay the same folder from here on
+        # started after the API process has set up the episode's output folder: the evaluator's Landlock rules
+        # are bound to that folder, so it must exist and stay the same folder from here on
         self.evaluator = PreparedEvaluation(task_id, experiment, self.settings)
         return output
 
     def execute(self, body: dict[str, Any]) -> Any:
         episode = self._episode(body)
-        reply = episode.ask(
+        reply = episode.ask_policy(
             {"op": "execute", "code": str(body["code"])}, episode.cell_timeout_s + self.settings.grace_s
         )
         if "ended" in reply:
@@ -65,8 +65,9 @@ class Host:
 
     def task_completed(self, body: dict[str, Any]) -> Any:
         episode = self._episode(body)
-        reply = episode.ask({"op": "task_completed"}, self.settings.grace_s + 5)
-        return reply if "ended" in reply else reply["output"] is True
+        if episode.ended:
+            return {"ended": episode.ended}
+        return episode.ask_api({"op": "task_completed"}, self.settings.grace_s + 5)["output"] is True
 
     def evaluate(self, body: dict[str, Any]) -> Any:
         episode = self._episode(body)
@@ -75,16 +76,21 @@ class Host:
         if episode.ended:
             return {"ended": episode.ended}
         began = now()
-        episode.kill()  # the outputs are final before anyone reads them
+        episode.kill_policy()  # no cell runs while the end state is saved and scored
+        saved = episode.ask_api({"op": "save"}, self.settings.evaluate_timeout_s)["output"]
+        episode.kill()
         episode.ended = "evaluated"
+        out_dir = self.settings.output_dir(episode.experiment, episode.task_id)
+        provenance.sign(self.key, out_dir, episode.task_id, episode.experiment)
         evaluator, self.evaluator = self.evaluator, None
         result = evaluator.result() if evaluator is not None else {"error": "no evaluator was started"}
-        if "error" in result:  # on outputs the policy wrote: its failure, not the host's
+        if "error" in result:  # on the state the policy's calls made: its failure, not the host's
             print(f"[episode_host] evaluation of {episode.task_id} failed: {result['error']}", flush=True)
             episode.evaluation = {"ended": "evaluation_failed"}
             return episode.evaluation
         output = result["output"]
         output["evaluate_s"] = now() - began
+        output.setdefault("timing", {}).update(save_s=saved["save_s"], refused_routes=saved["refused_routes"])
         episode.evaluation = output
         return output
 
