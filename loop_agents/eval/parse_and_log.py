@@ -3,7 +3,7 @@
     python scripts/parse_and_log.py experiment=<name | dir | file> split=<split> [results_file=runs/all_results.jsonl]
         [wandb=offline|online|disabled] [wandb_project=loop_agents] [model=<label>]
         [appworld_root=<APPWORLD_ROOT with data/>] [appworld_python=<AppWorld venv python>]
-        [scenarios=auto|appworld|task]
+        [scenarios=auto|appworld|task] [trust_unsigned=false|true]
     loop-parse-and-log ...                  (the same, as a console script)
 
 experiment is one of
@@ -14,6 +14,9 @@ experiment is one of
     officially; other environments: its trajectories/run_<r>.jsonl);
   - a trajectories .jsonl file (Trajectory per line, e.g. `<run>/eval/<split>/iter_000010.jsonl`); runs are
     the episodes' `sample_index`.
+AppWorld outputs are scored only if an episode host of this root signed them (the policy's process never
+holds the key; see docs/security.md): unsigned, forged or foreign outputs stop the command with one line
+naming the file (exit 2), unless `trust_unsigned=true` (outputs of another AppWorld agent, on your word).
 AppWorld outputs are scored by AppWorld's own evaluator in the AppWorld venv
 (`appworld.evaluator.evaluate_tasks`, the function behind `appworld evaluate`), whose per-task results are
 read as JSON: nothing is scraped from a printed table. TGC = tasks whose tests all pass / tasks; SGC =
@@ -48,6 +51,7 @@ KEYS = {
     "appworld_root": str,
     "appworld_python": str,
     "scenarios": str,
+    "trust_unsigned": str,
 }
 WANDB_MODES = ("offline", "online", "disabled")
 
@@ -61,7 +65,7 @@ class RunScore:
     behaviour: dict[str, float] = field(default_factory=dict)
 
 
-def score(inputs: Inputs, appworld_python: str | None = None) -> list[RunScore]:
+def score(inputs: Inputs, appworld_python: str | None = None, trust_unsigned: bool = False) -> list[RunScore]:
     """GoalCompletion per difficulty of every run (AppWorld: official evaluator; else trajectories)."""
     from loop_agents.eval.behaviour import behaviour_metrics
     from loop_agents.eval.goal_completion import (
@@ -84,7 +88,9 @@ def score(inputs: Inputs, appworld_python: str | None = None) -> list[RunScore]:
             try:
                 task_ids = split_task_ids(config.root_path, inputs.split)
                 check_task_files(config.root_path, task_ids, source.appworld_experiment)
-                result = run_official_evaluation(source.appworld_experiment, inputs.split, config)
+                result = run_official_evaluation(
+                    source.appworld_experiment, inputs.split, config, trust_unsigned=trust_unsigned
+                )
             except (FileNotFoundError, ValueError) as exc:  # missing outputs, unknown split, corrupted file
                 raise UsageError(str(exc)) from None
             gc = goal_completion_by_difficulty(task_results_from_official(result.per_task))
@@ -188,8 +194,11 @@ def parse_and_log(values: dict[str, Any]) -> dict[str, Any]:
     inputs = resolve_inputs(
         values["experiment"], values.get("split"), values.get("model"), values.get("appworld_root"), scenarios
     )
+    trust = values.get("trust_unsigned", "false")
+    if trust not in ("true", "false"):
+        raise UsageError(f"trust_unsigned={trust!r}; choose true or false")
     try:
-        scores = score(inputs, values.get("appworld_python"))
+        scores = score(inputs, values.get("appworld_python"), trust_unsigned=trust == "true")
     finally:
         if inputs.temp_root is not None:
             remove_linked_root(inputs.temp_root)

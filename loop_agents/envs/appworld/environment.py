@@ -5,11 +5,13 @@
     evaluate()     -> /evaluate                    reward = passed/num_tests (or 0/1), details
     close()        -> /close, host back to the pool, generated experiment outputs removed
 
-The model's code is untrusted. It runs in a fresh process per episode, forked by the host and
-sandboxed (namespaces, Landlock, seccomp, rlimits; see episode_host.py and the README's "Security
-model"), with no ground truth loaded; the episode's saved output DBs are scored by AppWorld's own
-evaluator in a separate process that never ran the model's code. AppWorld's name guard still runs
-first, but it is not a boundary: `import os` passes it, and the sandbox is what stops the cell.
+The model's code is untrusted. It runs in a fresh process per episode, forked from a zygote that
+only ever held code and confined while single-threaded (a private tmpfs view, namespaces, no
+capabilities, Landlock, a seccomp allow list, rlimits; see host/policy_process.py and
+docs/security.md). The task's databases live in a separate API process that answers only the task's
+public app APIs; the end state it saves is signed by the host and scored by AppWorld's own evaluator
+in a third process. AppWorld's name guard still runs first, but it is not a boundary: `import os`
+passes it, and the sandbox is what stops the cell.
 Syntax errors, exceptions and sandbox refusals (PermissionError, unreachable network) come back as
 "Execution failed ..." output and the episode goes on. A cell that runs past its deadline, kills or
 wedges its own process, or floods its output ends the episode as a failed attempt: done=True,
@@ -20,6 +22,7 @@ raises EnvironmentFailure, which the episode runner records as `env_error` and r
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import shutil
@@ -181,7 +184,8 @@ class AppWorldEnvironment:
                 self._server_ok = False
         self.pool.release(server, healthy=self._server_ok)
         if self._generated_name and not self.config.keep_episode_outputs:
-            shutil.rmtree(self.pool.outputs_dir / self.experiment_name, ignore_errors=True)
+            # off the event loop: a large folder must not stall the other episodes and the trainer
+            await asyncio.to_thread(shutil.rmtree, self.pool.outputs_dir / self.experiment_name, True)
 
     async def _call(self, method: str, timeout: float | None = None, **body: Any) -> Any:
         assert self._server is not None

@@ -8,14 +8,20 @@ from loop_agents.envs.appworld.config import DEFAULT_PYTHON, AppWorldConfig
 from loop_agents.envs.appworld.server import probe_sandbox
 from loop_agents.sandbox.layers import HOW_TO_ENABLE, LAYERS, SandboxUnavailable, choose
 
-ALL = {"namespaces": "user+net+pid+ipc", "landlock": "abi 7", "seccomp": "libseccomp", "rlimits": "as"}
+ALL = {
+    "namespaces": "user+mount+pid+net+ipc+uts",
+    "landlock": "abi 7",
+    "seccomp": "libseccomp",
+    "rlimits": "as",
+}
 
 
 def test_available_names_every_layer_that_is_on():
     active, missing, line = choose("available", ALL)
     assert active == list(LAYERS) and missing == []
     assert line == (
-        "[sandbox] layers on: namespaces (user+net+pid+ipc), landlock (abi 7), seccomp (libseccomp), rlimits (as)"
+        "[sandbox] layers on: namespaces (user+mount+pid+net+ipc+uts), landlock (abi 7), seccomp (libseccomp), "
+        "rlimits (as)"
     )
 
 
@@ -27,6 +33,22 @@ def test_available_warns_and_names_how_to_enable_a_missing_layer():
     assert "\n" not in line
 
 
+@pytest.mark.parametrize("layer", ["namespaces", "seccomp"])
+def test_available_fails_closed_without_namespaces_or_seccomp(layer):
+    with pytest.raises(SandboxUnavailable) as error:
+        choose("available", {**ALL, layer: None})
+    message = str(error.value)
+    assert "\n" not in message and f"available mode: layer {layer!r} is missing" in message
+    assert HOW_TO_ENABLE[layer] in message and "env.options.sandbox=off" in message
+
+
+def test_strict_needs_landlock_scoping():
+    with pytest.raises(SandboxUnavailable, match="strict mode: layer 'landlock' is missing"):
+        choose("strict", {**ALL, "landlock": "abi 5"})
+    active, _, _ = choose("available", {**ALL, "landlock": "abi 5"})
+    assert "landlock" in active
+
+
 def test_strict_refuses_with_one_line_naming_the_layer():
     with pytest.raises(SandboxUnavailable) as error:
         choose("strict", {**ALL, "namespaces": None})
@@ -36,7 +58,7 @@ def test_strict_refuses_with_one_line_naming_the_layer():
 
 def test_off_is_explicit_and_warns():
     active, _, line = choose("off", ALL)
-    assert active == [] and "off by explicit choice" in line
+    assert active == [] and line.startswith("[sandbox] WARNING off by explicit choice")
 
 
 def test_bad_mode_is_refused_by_the_config():
