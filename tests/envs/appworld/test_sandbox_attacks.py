@@ -23,6 +23,7 @@ import pytest
 
 from loop_agents.envs.appworld.config import REPO_ROOT
 from tests.envs.appworld.test_environment import play, solution, template_tasks
+from tests.envs.appworld.test_sandbox_properties import policy_processes
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +94,7 @@ def test_truth_on_disk_is_unreadable(task_source, run):
     attacked, honest, out = rewards(
         task_source, run, task_id, [attack], ["apis.supervisor.complete_task(answer=-1)"]
     )
-    assert out.count("DENIED PermissionError") == 2, out
+    assert out.count("DENIED ") == 2, out  # absent from the policy process's view (FileNotFoundError)
     assert attacked.reward == honest.reward < 1.0
 
 
@@ -124,7 +125,7 @@ def test_evaluation_file_cannot_be_overwritten(task_source, run):
         "apis.supervisor.complete_task()"
     )
     attacked, honest, out = rewards(task_source, run, task_id, [attack], ["apis.supervisor.complete_task()"])
-    assert "DENIED PermissionError" in out
+    assert "DENIED " in out
     assert hashlib.sha256(evaluation.read_bytes()).hexdigest() == before
     assert attacked.reward == honest.reward < 1.0
 
@@ -203,8 +204,11 @@ def test_host_files_are_neither_read_nor_written(task_source, run, tmp_path):
     )
     _, steps, _ = run(play(task_source, template_tasks(task_source, "note_count_tag")[0], [cell]))
     out = steps[0].observation
-    assert out.count("DENIED PermissionError") == 6, out
-    assert "READ" not in out and "WROTE" not in out and readme_line not in out and "TOKEN-4c1f9e" not in out
+    # the policy process's /tmp is its own tmpfs: that write lands there, the host's /tmp sees nothing
+    assert (
+        out.count("DENIED ") == 5 and out.count("WROTE") == 1 and "WROTE /tmp/appworld_escape_marker" in out
+    ), out
+    assert "READ" not in out and readme_line not in out and "TOKEN-4c1f9e" not in out
     assert not escape.exists() and not pth.exists() and not Path("/tmp/appworld_escape_marker").exists()
 
 
@@ -319,11 +323,11 @@ def test_no_child_process_outlives_or_escapes_the_episode(task_source, run):
     out, host, during = run(scenario())
     assert "STARTED" not in out and out.count("DENIED PermissionError") == 3, out
     every, direct = during
-    # the namespace's outer process with the episode process inside, and the episode's evaluator (forked from the
-    # host beside them, warm while the cells run): nothing else, nothing below the episode process
-    assert (len(direct), len(every)) == (2, 3), every
+    # the episode's API process and its evaluator (forked from the host, warm while the cells run); the policy
+    # process is the zygote's, alone in its pid namespace: nothing below it
+    assert (len(direct), len(every)) == (2, 2), every
     time.sleep(0.5)
-    assert host.children(recursive=True) == []
+    assert host.children(recursive=True) == [] and policy_processes() == []
 
 
 def test_memory_and_file_size_limits(task_source, run):
@@ -379,7 +383,8 @@ def test_a_hang_is_a_scored_failed_attempt(task_source, run, hang):
 
 
 def test_tampered_outputs_are_not_replayed_by_the_evaluator(task_source, run, tmp_path):
-    """The evaluator replays the saved SQL; a cell that rewrites the save adds an ATTACH line."""
+    """The evaluator replays saved SQL; a cell that rewrites AppWorld's save to add an ATTACH line changes
+    nothing: the policy process saves nothing, the API process saves the state."""
     target = tmp_path / "attached.db"
     task_id = template_tasks(task_source, "note_count_tag")[0]
     attack = (
@@ -391,10 +396,13 @@ def test_tampered_outputs_are_not_replayed_by_the_evaluator(task_source, run, tm
         f"    fd = {posix('open')}(path, {os.O_WRONLY | os.O_APPEND})\n"
         f"    {posix('write')}(fd, {JSON}.dumps([\"ATTACH DATABASE '{target}' AS x\", [], False]).encode() + b'\\n')\n"
         "lib.save_local_dbs = save\n"
+        "lib.save_remote_dbs = save\n"
         "apis.supervisor.complete_task(answer=-1)"
     )
-    _, _, evaluation = run(play(task_source, task_id, [attack]))
-    assert evaluation.reward == 0.0 and evaluation.details["episode_ended"] == "tampered_output"
+    attacked, honest, _ = rewards(
+        task_source, run, task_id, [attack], ["apis.supervisor.complete_task(answer=-1)"]
+    )
+    assert attacked.reward == honest.reward and "episode_ended" not in attacked.details
     assert not target.exists()
 
 
@@ -435,6 +443,7 @@ def test_inherited_file_descriptors_cannot_write_the_shared_base_dbs(task_source
     )
     _, steps, _ = run(play(task_source, template_tasks(task_source, "note_count_tag")[0], [cell]))
     out = steps[0].observation
-    assert "WROTE" not in out and out.count("DENIED") >= 12 and "DENIED 3 9" in out, out  # EBADF
+    closed = __import__("re").findall(r"DENIED \d+ 9\b", out)  # EBADF: only the two channels are open above 2
+    assert "WROTE" not in out and len(closed) >= 253 - 2, out
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(base_dbs.glob("*.db"))}
     assert after == before
