@@ -2,7 +2,9 @@
 
 Run r of a task is its episode with `sample_index == r` (the evaluator plays each task
 `runs_per_task` times). TGC/SGC are computed per run and averaged, as the paper reports the mean of
-5 evaluations; per difficulty where the environment defines one.
+5 evaluations; per difficulty where the environment defines one. With them, each one's 95 % bootstrap interval over
+tasks (`{prefix}success_low/high`: success = TGC; `sgc_low/high` over scenarios), pass@k, and the episodes behind
+them (`task_intervals.py`), over every episode given, runs missing a task included.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from loop_agents.eval.goal_completion import (
     mean_over_runs,
     task_results_from_trajectories,
 )
+from loop_agents.eval.task_intervals import flat_metrics, interval_report
 from loop_agents.rollout.trajectory import Trajectory
 
 
@@ -24,7 +27,7 @@ def evaluation_metrics(
     difficulties: Mapping[str, int] | None = None,
     prefix: str = "eval/",
 ) -> dict[str, float]:
-    """{prefix}tgc, {prefix}sgc (and per difficulty), success_rate, reward_mean, num_tasks, num_runs."""
+    """{prefix}tgc, {prefix}sgc (and per difficulty), success_rate, reward_mean, num_tasks, num_runs, intervals."""
     if not trajectories:
         return {f"{prefix}num_tasks": 0.0}
     runs: dict[int, list[Trajectory]] = defaultdict(list)
@@ -50,4 +53,11 @@ def evaluation_metrics(
         name = "" if key == "aggregate" else f"{key}/"
         metrics[f"{prefix}{name}tgc"] = values["tgc"]
         metrics[f"{prefix}{name}sgc"] = values["sgc"]
+    tasks = sorted({t.task_id for t in trajectories})
+    planned = max(int(t.sample_index) for t in trajectories) + 1
+    levels = {
+        r.task_id: r.difficulty
+        for r in task_results_from_trajectories(trajectories, scenario_of, difficulties)
+    }
+    metrics.update(flat_metrics(interval_report(trajectories, tasks, planned, scenario_of, levels), prefix))
     return metrics

@@ -2,7 +2,7 @@
 
     python scripts/evaluate.py checkpoint=<checkpoint dir | run dir | base> split=<name> [runs=N]
         [server_url=http://127.0.0.1:PORT] [out=<dir>] [max_tasks=N] [max_turns=N]
-        [appworld_experiment=<name>] [official=true|false] [<hydra overrides> ...]
+        [appworld_experiment=<name>] [official=true|false] [compare=<checkpoint>] [<hydra overrides> ...]
     loop-evaluate ...                       (the same, as a console script)
 
 checkpoint   a checkpoint dir (`.../checkpoints/checkpoint-12`, `.../checkpoints/best`, or its `adapter/`),
@@ -11,6 +11,10 @@ checkpoint   a checkpoint dir (`.../checkpoints/checkpoint-12`, `.../checkpoints
              context length match training; overrides apply on top (group overrides such as `env=appworld`
              replace that group). With `base` the config is composed from conf/ as for training.
 split        default `eval.split`. runs: evaluations per task (the paper reports the mean of 5), default 1.
+compare      a second checkpoint (same forms; an adapter of the same base model, a run of the same env and
+             settings) played on the same tasks and runs by the same server (on GPU the same sampling seeds per
+             task and run); prints `checkpoint - compare` per task, then its 95 % bootstrap interval over tasks.
+             Its episodes go to its own default out/ (`<out>_compare` when out= is given).
 server_url   a running vLLM server (started by `loop_agents.inference`, runtime LoRA loading on) instead
              of starting one; it must serve the same base model.
 out          default `<run dir>/evaluate/<checkpoint>/<split>` (`runs/evaluate/base-<llm>/<split>` for base).
@@ -21,7 +25,9 @@ appworld_experiment, official: AppWorld only. Run r keeps the engine's own outpu
              evaluator (also available later: `scripts/parse_and_log.py experiment=<out>`).
 
 Writes into `out/`: trajectories/run_<r>.jsonl (one Trajectory per finished episode, appended as it
-finishes), metrics.json, config.yaml, evaluate_manifest.json. Rerunning the same command plays only the
+finishes), metrics.json, config.yaml, evaluate_manifest.json. metrics.json's `intervals` hold, per split and
+difficulty, success (= TGC) and SGC with 95 % bootstrap intervals over tasks (scenarios), avg@k, pass@k and the
+episodes behind them, over every saved episode (`task_intervals.py`); `compare` holds the paired difference. Rerunning the same command plays only the
 (task, run) pairs that have no saved episode (episodes lost after retries are retried); it refuses an
 `out/` that holds another checkpoint's or settings' episodes. Temperature is `llm.eval_temperature`.
 """
@@ -57,6 +63,7 @@ from loop_agents.eval.eval_target import (
 from loop_agents.eval.inference_endpoints import InferenceEndpoints
 from loop_agents.eval.result_lines import evaluate_line
 from loop_agents.eval.tables import format_report
+from loop_agents.eval.task_intervals import interval_report
 from loop_agents.redaction import redacted_yaml
 from loop_agents.rollout.trajectory import Trajectory
 
@@ -70,6 +77,7 @@ KEYS = {
     "max_turns": int,
     "appworld_experiment": str,
     "official": bool,
+    "compare": str,
 }
 MANIFEST = "evaluate_manifest.json"
 # settings that must match between the invocations that fill one out/ directory
@@ -88,6 +96,7 @@ class EvalRequest:
     max_turns: int | None = None
     appworld_experiment: str | None = None
     official: bool = True
+    compare: str | None = None
     overrides: list[str] = field(default_factory=list)
 
 
@@ -251,11 +260,13 @@ def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], run
     result: dict[str, Any] = {
         "complete_runs": complete,
         "missing": {r: sorted(wanted - set(saved.get(r, {}))) for r in range(runs) if r not in complete},
+        "intervals": None,
         "metrics": {},
         "goal_completion": None,
     }
     if not trajectories:
         return result
+    result["intervals"] = interval_report(trajectories, prep.task_ids, runs, scenario_of, prep.difficulties)
 
     def metrics_of(episodes: list[Trajectory]) -> dict[str, float]:
         metrics = rollout_metrics(episodes, prefix="eval")
@@ -281,8 +292,12 @@ def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], run
     return result
 
 
-def evaluate(request: EvalRequest, prep: Prepared | None = None) -> dict[str, Any]:
-    """Run (or resume) the evaluation; returns what metrics.json holds."""
+def evaluate(
+    request: EvalRequest, prep: Prepared | None = None, endpoints: InferenceEndpoints | None = None
+) -> dict[str, Any]:
+    """Run (or resume) the evaluation; returns what metrics.json holds.
+
+    `endpoints`: servers shared with another evaluation (started here if they are not yet, closed by the caller)."""
     began = time.monotonic()
     prep = prep or prepare(request)
     prep.out.mkdir(parents=True, exist_ok=True)
@@ -305,16 +320,21 @@ def evaluate(request: EvalRequest, prep: Prepared | None = None) -> dict[str, An
     played: dict[str, float] = {"played": 0, "lost": 0, "retried": 0, "seconds": 0.0, "env_startup_s": 0.0}
     startup_s = 0.0
     if todo:
-        endpoints = InferenceEndpoints(prep.cfg, prep.model_path, request.server_url, prep.out / "logs")
+        own = endpoints is None
+        if endpoints is None:
+            endpoints = InferenceEndpoints(prep.cfg, prep.model_path, request.server_url, prep.out / "logs")
         try:
-            urls = endpoints.start()
-            startup_s = endpoints.startup_s
+            urls = endpoints.urls
+            if not urls:
+                urls = endpoints.start()
+                startup_s = endpoints.startup_s
             name = None
             if prep.target.adapter is not None:
                 name = endpoints.load_adapter(prep.target.adapter, prep.manifest["adapter_sha256"])
             played = asyncio.run(play(prep, urls, name, pending, store))
         finally:
-            endpoints.close()
+            if own:
+                endpoints.close()
         saved = store.load()
     link_appworld_outputs(prep)
     scores = compute_metrics(prep, saved, request.runs)
@@ -354,22 +374,27 @@ def evaluate(request: EvalRequest, prep: Prepared | None = None) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> None:
+    from loop_agents.eval.compare import evaluate_pair, prepare_compare
+
     try:
         values, overrides = parse_args(sys.argv[1:] if argv is None else argv, KEYS, __doc__)
         request = EvalRequest(**values, overrides=overrides)
         prep = prepare(request)
+        pair = prepare_compare(request, prep) if request.compare is not None else None
     except (UsageError, ConfigError, ValueError, FileNotFoundError) as exc:
         # bad arguments, config, checkpoint, split, env options or missing AppWorld data: one line
         exit_with(PROG, str(exc))
     try:
-        report = evaluate(request, prep)
+        reports = [evaluate(request, prep)] if pair is None else evaluate_pair(request, prep, *pair)
     except UsageError as exc:  # server_url problems
         exit_with(PROG, str(exc))
-    lost = sum(len(tasks) for tasks in report["missing"].values())
+    lost = sum(len(tasks) for report in reports for tasks in report["missing"].values())
     if lost:  # the evaluation is incomplete: not a result to use as is
+        total = sum(report["num_tasks"] * report["runs"] for report in reports)
+        runs = sorted({r for report in reports for r in report["missing"]})
         print(
-            f"{PROG}: error: {lost} of {report['num_tasks'] * report['runs']} (task, run) pairs have no episode "
-            f"(runs {sorted(report['missing'])}; lost after retries); rerun the same command to play them",
+            f"{PROG}: error: {lost} of {total} (task, run) pairs have no episode "
+            f"(runs {runs}; lost after retries); rerun the same command to play them",
             file=sys.stderr,
         )
         raise SystemExit(1)

@@ -23,7 +23,7 @@ class InferenceEndpoints:
         self.cfg, self.model_path, self.server_url, self.log_dir = cfg, model_path, server_url, log_dir
         self.servers: list[Any] = []
         self.urls: list[str] = []
-        self._loaded: str | None = None
+        self._loaded: list[str] = []  # adapters loaded into a server given by URL, unloaded on close
         self.startup_s = 0.0
 
     def start(self) -> list[str]:
@@ -59,7 +59,6 @@ class InferenceEndpoints:
         if self.servers:
             for server in self.servers:
                 server.load_adapter(str(adapter), name)
-            self._loaded = name
             return name
         import httpx
 
@@ -78,18 +77,18 @@ class InferenceEndpoints:
                 f"server_url={self.server_url}: loading the adapter failed (HTTP {reply.status_code}: "
                 f"{reply.text[:200]}); the server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora"
             )
-        self._loaded = name
+        self._loaded.append(name)
         return name
 
     def close(self) -> None:
         if self.servers:
             for server in self.servers:
                 server.shutdown()
-        elif self._loaded is not None:
+        for name in self._loaded:
             import httpx
 
             try:
-                httpx.post(f"{self.urls[0]}/v1/unload_lora_adapter", json={"lora_name": self._loaded},
+                httpx.post(f"{self.urls[0]}/v1/unload_lora_adapter", json={"lora_name": name},
                            timeout=30, trust_env=False, headers=auth_headers())  # fmt: skip
             except httpx.HTTPError:
                 pass

@@ -4,7 +4,9 @@
 - `run_summary`: the held-out metric start → end (best @ iteration), wall time per phase, where the plots,
   the viewer command and the best checkpoint are.
 - `evaluate_line` / `parse_and_log_line`: the final line of `scripts/evaluate.py` and `scripts/parse_and_log.py`.
-Values are fractions in [0, 1], printed with 2 decimals (3 for TGC/SGC, which AppWorld reports in 0.1 %).
+Values are fractions in [0, 1], printed with 2 decimals (3 for TGC/SGC, which AppWorld reports in 0.1 %). Where the
+metrics carry a 95 % interval (`eval/success_low/high`, `eval/sgc_low/high`: `task_intervals.py`), it follows the
+mean in brackets: `success 0.62 [0.55, 0.70]`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,28 @@ from typing import Any
 GOAL_COMPLETION_ENVS = ("appworld",)  # environments whose headline numbers are TGC and SGC
 
 
+INTERVAL_OF = {"success_rate": "success", "tgc": "success", "sgc": "sgc"}  # TGC is the success rate
+
+
+def interval(metrics: Mapping[str, Any], metric: str, digits: int = 2, prefix: str = "eval/") -> str:
+    """` [0.55, 0.70]` when the metrics carry the interval of `metric` (success_rate, tgc, sgc), else ``."""
+    name = INTERVAL_OF.get(metric)
+    low, high = metrics.get(f"{prefix}{name}_low"), metrics.get(f"{prefix}{name}_high")
+    if name is None or low is None or high is None:
+        return ""
+    return f" [{_num(low, digits)}, {_num(high, digits)}]"
+
+
 def headline(metrics: Mapping[str, Any], env: str, prefix: str = "eval/") -> str:
-    """`success 0.96` (or `TGC 0.452 SGC 0.301` for AppWorld) from one evaluation's metrics."""
+    """`success 0.96 [0.92, 0.99]` (or `TGC 0.452 [...] SGC 0.301 [...]` for AppWorld) from one evaluation."""
     if env in GOAL_COMPLETION_ENVS:
-        return f"TGC {_num(metrics.get(prefix + 'tgc'), 3)} SGC {_num(metrics.get(prefix + 'sgc'), 3)}"
-    return f"success {_num(metrics.get(prefix + 'success_rate'))}"
+        return (
+            f"TGC {_num(metrics.get(prefix + 'tgc'), 3)}{interval(metrics, 'tgc', 3, prefix)} "
+            f"SGC {_num(metrics.get(prefix + 'sgc'), 3)}{interval(metrics, 'sgc', 3, prefix)}"
+        )
+    return (
+        f"success {_num(metrics.get(prefix + 'success_rate'))}{interval(metrics, 'success_rate', 2, prefix)}"
+    )
 
 
 def metric_label(best_metric: str) -> str:
@@ -99,8 +118,8 @@ def run_summary(
         n = first.get("eval/num_tasks")
         key = f"eval/{best_metric}"
         text = (
-            f"{split} {label} {_num(first.get(key), digits)} (iter {first_it}) → "
-            f"{_num(last.get(key), digits)} (iter {last_it})"
+            f"{split} {label} {_num(first.get(key), digits)}{interval(first, best_metric, digits)} (iter {first_it}) → "
+            f"{_num(last.get(key), digits)}{interval(last, best_metric, digits)} (iter {last_it})"
         )
         if best is not None:
             text += f", best {_num(best[1], digits)} @{best[0]}"
@@ -125,11 +144,18 @@ def run_summary(
 
 
 def evaluate_line(report: Mapping[str, Any]) -> str:
-    """The last line of scripts/evaluate.py: what was scored, its headline numbers, where they are."""
+    """The last line of scripts/evaluate.py: what was scored, its headline numbers with their 95 % intervals over
+    every saved episode (and how many are missing), pass@k, where they are."""
     metrics = report.get("metrics") or {}
     env = str(report.get("env"))
     official = report.get("official")
-    text = headline(metrics, env) if metrics else "no episodes"
+    total = (report.get("intervals") or {}).get("aggregate") or {}
+    if "success" in total:
+        text = _interval_headline(total, env)
+        if total.get("runs", 1) > 1:
+            text += f", pass@{total['k']} {_num(total['pass@k'])}"
+    else:
+        text = headline(metrics, env) if metrics else "no episodes"
     if env in GOAL_COMPLETION_ENVS and official:
         aggregate = official["goal_completion"].get("aggregate", {})
         text += f" (official: TGC {_num(aggregate.get('tgc'), 3)} SGC {_num(aggregate.get('sgc'), 3)})"
@@ -137,10 +163,54 @@ def evaluate_line(report: Mapping[str, Any]) -> str:
         text += f", reward {_num(metrics['eval/reward_mean'])}"
     runs = report.get("runs", 1)
     size = f"{report.get('num_tasks')} tasks" + (f" x {runs} runs" if runs and runs > 1 else "")
+    if total:
+        size += f": {total['episodes']} episodes" + (
+            f", {total['missing']} missing" if total["missing"] else ""
+        )
     return (
         f"[evaluate] {report.get('checkpoint')} on {env}/{report.get('split')}: {text} ({size}, "
         f"{len(report.get('complete_runs', []))} complete runs) -> {report.get('out')}/metrics.json"
     )
+
+
+def _interval_headline(summary: Mapping[str, Any], env: str) -> str:
+    """`success 0.62 [0.55, 0.70]` or `TGC 0.452 [0.300, 0.600] SGC ...` from one `interval_summary`."""
+
+    def cell(name: str, digits: int) -> str:
+        i = summary[name]
+        return f"{_num(i['mean'], digits)} [{_num(i['low'], digits)}, {_num(i['high'], digits)}]"
+
+    if env in GOAL_COMPLETION_ENVS:
+        return f"TGC {cell('success', 3)}" + (f" SGC {cell('sgc', 3)}" if "sgc" in summary else "")
+    return f"success {cell('success', 2)}"
+
+
+def compare_line(report: Mapping[str, Any]) -> list[str]:
+    """`[compare] A - B on env/split: success +0.05 [-0.02, +0.12] (100 tasks, 300 paired episodes; A 0.62, B 0.57)`,
+    then one indented line per difficulty."""
+    compare = report["compare"]
+    name = "TGC" if str(report.get("env")) in GOAL_COMPLETION_ENVS else "success"
+    lines = []
+    for key, paired in compare.items():
+        if not isinstance(paired, Mapping):
+            continue
+        if "difference" not in paired:
+            text = "no task played by both"
+        else:
+            d = paired["difference"]
+            text = (
+                f"{name} {d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({paired['tasks']} tasks, "
+                f"{paired['pairs']} paired episodes; {_num(paired['other'], 3)} vs {_num(paired['base'], 3)})"
+            )
+        if key == "aggregate":
+            lines.insert(
+                0,
+                f"[compare] {report.get('checkpoint')} - {compare['checkpoint']} on {report.get('env')}/"
+                f"{report.get('split')}: {text}",
+            )
+        else:
+            lines.append(f"  {key}: {text}")
+    return lines
 
 
 def parse_and_log_line(

@@ -27,11 +27,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-REPS = 10_000  # bootstrap resamples; the interval's ends move by < 0.005 between seeds at n = 30
+REPS = 10_000  # bootstrap resamples over tasks (fast: one vectorised draw)
 CONFIDENCE = 0.95
-RUN_REPS = (
-    5_000  # stratified-bootstrap resamples over runs (rliable's default is 50,000; 5,000 keeps a report fast)
-)
+# resamples over runs: rliable's default is 50,000 for aggregates and its examples take 2,000 for P(improvement)
+# (each of its resamples runs a Mann-Whitney U per task); fewer keep a report within seconds
+RUN_REPS = 5_000
+POI_REPS = 2_000
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def iqm_interval(
 def improvement_probability(
     x: Sequence[float] | Sequence[Sequence[float]] | np.ndarray,
     y: Sequence[float] | Sequence[Sequence[float]] | np.ndarray,
-    reps: int = RUN_REPS,
+    reps: int = POI_REPS,
     seed: int = 0,
     confidence: float = CONFIDENCE,
 ) -> Interval:

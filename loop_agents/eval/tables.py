@@ -39,6 +39,27 @@ def goal_completion_table(summary: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def interval_table(intervals: Mapping[str, Mapping[str, Any]], env: str) -> str:
+    """Rows aggregate, difficulty_1..: success (TGC) and SGC with 95 % intervals in percent, avg@k, pass@k, episodes."""
+    first = "TGC" if env == "appworld" else "success"
+    lines = [f"{'':14}{first + ' [95 %]':>22}{'SGC [95 %]':>22}{'avg@k':>8}{'pass@k':>8}{'k':>3}{'episodes':>10}"
+             f"{'missing':>9}"]  # fmt: skip
+    for key in sorted(intervals, key=lambda k: (k != "aggregate", k)):
+        row = intervals[key]
+        cells = [
+            f"{100 * row[m]['mean']:.1f} [{100 * row[m]['low']:.1f}, {100 * row[m]['high']:.1f}]"
+            if m in row
+            else "-"
+            for m in ("success", "sgc")
+        ]
+        rates = [f"{100 * row[m]:.1f}" if m in row else "-" for m in ("avg@k", "pass@k")]
+        lines.append(
+            f"{key:14}{cells[0]:>22}{cells[1]:>22}{rates[0]:>8}{rates[1]:>8}{row.get('k', '-'):>3}"
+            f"{row['episodes']:>10}{row['missing']:>9}"
+        )
+    return "\n".join(lines)
+
+
 def metrics_lines(metrics: Mapping[str, Any], prefixes: Sequence[str], per_line: int = 4) -> str:
     """`key value` pairs of the metrics whose names start with one of `prefixes`, a few per line."""
     items = [(k, v) for k, v in metrics.items() if any(k.startswith(p) for p in prefixes)]
@@ -65,6 +86,14 @@ def format_report(report: dict[str, Any]) -> str:
         lines += [
             "goal completion (from the episodes' rewards):",
             goal_completion_table(report["goal_completion"]),
+        ]
+    if report.get("intervals"):
+        missing = report["intervals"]["aggregate"]["missing"]
+        lines += [
+            "95 % intervals (bootstrap over tasks; SGC over scenarios), every saved episode"
+            + (f"; {missing} episodes missing" if missing else "")
+            + ":",
+            interval_table(report["intervals"], report["env"]),
         ]
     if report["official"]:
         lines += [

@@ -66,10 +66,11 @@ def test_cli_starts_its_own_server_and_a_rerun_plays_nothing(run_dir, capsys):
         k for k in report["metrics"] if k.startswith("behaviour/")
     ]  # AppWorld's code counts: not gem hunt
     last = done.stdout.strip().splitlines()[-1]
+    # the tiny model's random adapter wins nothing: the mean and its interval are 0
     assert (
         last.startswith("[evaluate] ")
-        and "on bundled/dev: success " in last
-        and "(2 tasks, 1 complete" in last
+        and "on bundled/dev: success 0.00 [0.00, 0.00]" in last
+        and "(2 tasks: 2 episodes, 1 complete" in last
     )
     print(f"\n[evaluate timings] {report['timing']}")
 
@@ -162,6 +163,44 @@ def test_a_lost_task_exits_non_zero_and_no_mean_over_the_rest_is_reported(
     assert report["complete_runs"] == [0] and report["timing"]["episodes_lost"] == 2
     assert report["metrics"]["eval/success_rate"] == complete["eval/success_rate"]
     assert report["metrics"]["eval/num_tasks"] == 2.0
+    # the interval covers the 2 episodes there are and says 2 are missing
+    assert "every saved episode; 2 episodes missing:" in captured.out
+    assert "(2 tasks x 2 runs: 2 episodes, 2 missing, 1 complete runs)" in captured.out
+    total = report["intervals"]["aggregate"]
+    assert (total["episodes"], total["missing"], total["success"]["n"]) == (2, 2, 2)
+
+
+@pytest.mark.slow
+def test_compare_plays_both_checkpoints_on_the_same_tasks_and_runs_and_reports_the_paired_difference(
+    run_dir, server_url, tmp_path, capsys
+):
+    checkpoints = run_dir / "checkpoints"
+    out = tmp_path / "ev"
+    main([f"checkpoint={checkpoints / 'checkpoint-2'}", f"compare={checkpoints / 'checkpoint-1'}", "split=dev",
+          "max_tasks=3", "max_turns=2", "runs=2", f"server_url={server_url}", f"out={out}"])  # fmt: skip
+    printed = capsys.readouterr().out
+    report = json.loads((out / "metrics.json").read_text())
+    other = json.loads((tmp_path / "ev_compare" / "metrics.json").read_text())
+    assert other["adapter"].endswith("checkpoint-1/adapter") and report["adapter"].endswith(
+        "checkpoint-2/adapter"
+    )
+    for side in (report, other):
+        total = side["intervals"]["aggregate"]
+        assert (total["tasks"], total["runs"], total["episodes"], total["missing"]) == (3, 2, 6, 0)
+        assert total["success"]["low"] <= total["success"]["mean"] <= total["success"]["high"]
+        assert total["success"]["mean"] == pytest.approx(side["metrics"]["eval/success_rate"])
+    paired = report["compare"]["aggregate"]
+    assert report["compare"]["difference"] == "checkpoint - compare" and (
+        paired["tasks"],
+        paired["pairs"],
+    ) == (3, 6)
+    expected = report["metrics"]["eval/success_rate"] - other["metrics"]["eval/success_rate"]
+    assert paired["difference"]["mean"] == pytest.approx(
+        expected
+    )  # complete and paired: the difference of means
+    line = next(x for x in printed.splitlines() if x.startswith("[compare] "))
+    assert "checkpoint-2 - " in line and "(3 tasks, 6 paired episodes;" in line
+    assert "95 % intervals (bootstrap over tasks" in printed and "x 2 runs: 6 episodes" in printed
 
 
 @pytest.fixture(scope="module")
@@ -255,6 +294,10 @@ def test_checkpoint_resolution(run_dir, tmp_path):
             marks=pytest.mark.slow,  # builds an AppWorld data root in the AppWorld venv
         ),
         (["checkpoint={run}", "stray"], "unexpected argument 'stray'"),
+        (["checkpoint={run}", "compare={run}"], "is the checkpoint itself"),
+        (["checkpoint={run}", "compare={other_model}"], "both checkpoints must share one base model"),
+        (["checkpoint={run}", "compare={other_settings}"], "has max_context=2048, checkpoint="),
+        (["checkpoint={run}", "compare=/no/such/dir"], "checkpoint=/no/such/dir: no such file or directory"),
     ],
 )
 def test_bad_input_is_one_line_before_any_server_starts(
@@ -266,12 +309,21 @@ def test_bad_input_is_one_line_before_any_server_starts(
         pytest.skip("the AppWorld venv is checked first: run scripts/install_appworld.sh (CI does)")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "config.yaml").write_text((run_dir / "config.yaml").read_text())
+    for name, edit in (("other_model", {}), ("other_settings", {"learner": {"max_seq_len": 2048}})):
+        # another run of the same settings with its own tiny model, and a run of another context length
+        shutil.copytree(run_dir, tmp_path / name, ignore=shutil.ignore_patterns("evaluate"))
+        config = OmegaConf.merge(OmegaConf.load(run_dir / "config.yaml"), edit)
+        (tmp_path / name / "config.yaml").write_text(OmegaConf.to_yaml(config))
     monkeypatch.chdir(tmp_path)  # checkpoint=base writes nothing before failing, but stay out of the repo
     if "appworld_experiment=a/b" in args:  # a data root built here (CI has no artifacts/appworld)
         args = [*args, f"env.options.root={request.getfixturevalue('appworld_root')}"]
     with pytest.raises(SystemExit) as exit_info:
-        main([a.format(run=run_dir, empty=tmp_path / "empty") for a in args] + [f"out={tmp_path / 'o'}"])
+        main(
+            [a.format(run=run_dir, empty=tmp_path / "empty", other_model=tmp_path / "other_model",
+                      other_settings=tmp_path / "other_settings") for a in args]
+            + [f"out={tmp_path / 'o'}"]
+        )  # fmt: skip
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("evaluate: error: ") and message in err and err.count("\n") == 1, err
-    assert not (tmp_path / "o").exists()
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o_compare").exists()
