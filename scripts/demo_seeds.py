@@ -10,6 +10,11 @@ learner), timed from start to exit. Afterwards the warm model's quality is measu
 (`warm_start_quality`: P(optimal dev episode) and its factors), and the run's held-out dev success at every
 evaluation is read from `metrics.jsonl`. Every run is kept in the JSON (`--out`), failures included; a finished
 (seed, threads) pair is not rerun unless `--rerun`. The README's demo table is generated from that file.
+
+Under the per-run table, `report` aggregates the evaluated runs as the RL literature asks (rliable: Agarwal et al.,
+NeurIPS 2021; `loop_agents/eval/stats.py`): the interquartile mean of the gain and of the final dev success with
+95 % stratified-bootstrap intervals over runs, and P(final > warm start), the chance that a run's final dev success
+beats another run's warm start (Mann-Whitney), with its interval; the same for the held-out tasks where recorded.
 """
 
 from __future__ import annotations
@@ -265,11 +270,46 @@ def markdown_table(runs: list[dict], since: str | None = None) -> str:
         )
     lines.append("")
     lines.append(f"All {summary_line(runs)}")
+    lines += aggregate_lines(runs)
     if since is not None:
         current = [r for r in runs if descends_from(r["commit"], since)]
         lines.append("")
         lines.append(f"The current preset (commits since `{since}`): {summary_line(current)}")
+        lines += aggregate_lines(current)
     return "\n".join(lines)
+
+
+def aggregate_lines(runs: list[dict]) -> list[str]:
+    """IQM [95 % CI] of the gain and the final success, and P(final > start) [95 % CI], over the evaluated runs."""
+    from loop_agents.eval.stats import improvement_probability, iqm_interval
+
+    evaluated = [r for r in runs if "gain_points" in r]
+    if not evaluated:
+        return []
+    gain = iqm_interval([r["gain_points"] for r in evaluated])
+    end = iqm_interval([r["dev_end"] for r in evaluated])
+    better = improvement_probability([r["dev_end"] for r in evaluated], [r["dev_start"] for r in evaluated])
+    lines = [
+        "",
+        f"Aggregate over the {len(evaluated)} evaluated runs (rliable: IQM, 95 % stratified-bootstrap interval over "
+        f"runs): dev gain {_signed(gain)} points, final dev success {end.text(2)}; "
+        f"P(final > warm start) {better.text(2)}.",
+    ]
+    held = [r["held_out"] for r in evaluated if "final" in r.get("held_out", {})]
+    if held:
+        final = iqm_interval([h["final"] for h in held])
+        held_gain = iqm_interval([100 * (h["final"] - h["start"]) for h in held])
+        held_better = improvement_probability([h["final"] for h in held], [h["start"] for h in held])
+        lines.append(
+            f"Held out ({held[0]['tasks']} other dev tasks, {len(held)} runs): gain {_signed(held_gain)} points, "
+            f"final success {final.text(2)}; P(final > start) {held_better.text(2)}."
+        )
+    return lines
+
+
+def _signed(interval) -> str:
+    """`+58 [+52, +63]` (points)."""
+    return f"{interval.mean:+.0f} [{interval.low:+.0f}, {interval.high:+.0f}]"
 
 
 def refreshed(record: dict) -> dict:

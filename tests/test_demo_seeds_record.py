@@ -63,3 +63,29 @@ def test_phase_times_and_held_out_success_come_from_the_runs_summary(tmp_path: P
     assert run["phases_s"]["warm start"] == 331.3
     assert run["held_out"] == {"tasks": 400, "start": 0.2025, "best": 0.83, "final": 0.8325}
     assert "| **+68** | 0.20 → 0.83 (400 tasks) | 20.0 min (warm start 5.5 min; load 0.5) |" in done.stdout
+
+
+def test_the_table_ends_with_rliable_aggregates_over_the_evaluated_runs(tmp_path: Path) -> None:
+    """Gains +40 +50 +60 +70: the IQM drops one run at each end, (50 + 60) / 2 = +55. A resample's IQM is +40 when
+    3 or 4 of its 4 draws are that run: chance 13/256 = 0.051 > 0.025, so +40 is the interval's low end (+70 the
+    high). Every final beats every start: P(final > warm start) is 1 in every resample. A run without an
+    evaluation is left out of the aggregate, not of the JSON."""
+    out = tmp_path / "demo_seeds.json"
+    for i, end in enumerate([0.6, 0.7, 0.8, 0.9]):
+        run_dir = tmp_path / f"run{i}"
+        run_dir.mkdir()
+        rows = [
+            {"iteration": it, "eval/iteration": it, "eval/success_rate": s} for it, s in [(0, 0.2), (9, end)]
+        ]
+        (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert _record(run_dir, out).returncode == 0
+    (tmp_path / "dead").mkdir()
+    (tmp_path / "dead" / "metrics.jsonl").write_text("")
+    done = _record(tmp_path / "dead", out)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "Aggregate over the 4 evaluated runs (rliable: IQM, 95 % stratified-bootstrap interval over runs): "
+        "dev gain +55 [+40, +70] points, final dev success 0.75 [0.60, 0.90]; P(final > warm start) "
+        "1.00 [1.00, 1.00]." in done.stdout
+    )
+    assert len(json.loads(out.read_text())["runs"]) == 5  # the per-run list is kept, the dead run included
