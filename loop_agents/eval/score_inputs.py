@@ -55,12 +55,19 @@ def _linked_root(data_root: Path, experiment_dir: Path) -> Path:
     (temp / "experiments" / "outputs" / experiment_dir.name).symlink_to(
         experiment_dir, target_is_directory=True
     )
+    key = data_root / "experiments" / ".provenance_key"  # outputs signed under this root still verify
+    if key.is_file():
+        (temp / "experiments" / ".provenance_key").symlink_to(key)
     return temp
 
 
 def remove_linked_root(temp: Path) -> None:
     """Unlink the two links first, so nothing behind them can be deleted, then remove the temp dir."""
-    for link in [temp / "data", *(temp / "experiments" / "outputs").glob("*")]:
+    for link in [
+        temp / "data",
+        temp / "experiments" / ".provenance_key",
+        *(temp / "experiments" / "outputs").glob("*"),
+    ]:
         if link.is_symlink():
             link.unlink()
     shutil.rmtree(temp, ignore_errors=True)

@@ -24,19 +24,19 @@ def test_a_signed_folder_verifies_and_any_change_is_named(tmp_path):
     assert provenance.ensure_key(tmp_path) == key  # made once
     out = outputs(tmp_path)
     provenance.sign(key, out, "a_1", "exp")
-    assert provenance.problem(key, out, "a_1", "exp") == ""
+    assert provenance.problem(key, out, "a_1") == ""
     (out / "evaluation").mkdir()
     (out / "evaluation" / "report.md").write_text("scored later")  # the evaluator's own reports do not count
-    assert provenance.problem(key, out, "a_1", "exp") == ""
-    assert "does not match" in provenance.problem(key, out, "a_2", "exp")  # moved to another task
-    assert "does not match" in provenance.problem(os.urandom(32), out, "a_1", "exp")  # another root's key
+    assert provenance.problem(key, out, "a_1") == ""
+    assert "does not match" in provenance.problem(key, out, "a_2")  # moved to another task
+    assert "does not match" in provenance.problem(os.urandom(32), out, "a_1")  # another root's key
     (out / "dbs" / "simple_note.db").write_bytes(b"forged")  # AppWorld's loader prefers a .db
-    assert "does not match" in provenance.problem(key, out, "a_1", "exp")
+    assert "does not match" in provenance.problem(key, out, "a_1")
     (out / "dbs" / "simple_note.db").unlink()
     (out / "dbs" / "model_hashes.json").write_text('{"simple_note": {"Note": 3}}')
-    assert "does not match" in provenance.problem(key, out, "a_1", "exp")
+    assert "does not match" in provenance.problem(key, out, "a_1")
     (out / provenance.SIGNATURE_NAME).unlink()
-    assert "is missing" in provenance.problem(key, out, "a_1", "exp")
+    assert "is missing" in provenance.problem(key, out, "a_1")
 
 
 @pytest.mark.parametrize(

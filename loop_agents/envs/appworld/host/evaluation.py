@@ -121,7 +121,7 @@ def score_experiment(
     unverified = {}
     for task in task_ids:
         why = (
-            provenance.problem(key, outputs / "tasks" / task, task, experiment)
+            provenance.problem(key, outputs / "tasks" / task, task)
             if key
             else (
                 f"{provenance.key_path(settings.root)} is missing: no episode host ever signed outputs under this root"

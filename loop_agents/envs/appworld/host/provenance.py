@@ -5,8 +5,9 @@ it; `score_experiment` (what `parse_and_log` runs) scores only folders whose sig
 in `<root>/experiments/.provenance_key` (mode 0600, made once); the host reads it after the zygote was forked,
 and the policy process's view holds neither the file nor any image that read it.
 
-    mac = HMAC-SHA256(key, "task_id\\0experiment\\0" + for each file, sorted: "path\\0sha256(content)\\n")
-    (every file of the folder but the signature and the evaluator's `evaluation/` reports)
+    mac = HMAC-SHA256(key, "task_id\\0" + for each file, sorted: "path\\0sha256(content)\\n")
+    (every file of the folder but the signature and the evaluator's `evaluation/` reports; bound to the task, not
+    to the experiment's name, so a renamed or copied experiment still verifies against its root's key)
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def ensure_key(root: Path) -> bytes:
     return path.read_bytes()
 
 
-def _digest(key: bytes, out_dir: Path, task_id: str, experiment: str) -> tuple[str, int]:
-    mac = hmac.new(key, f"{task_id}\0{experiment}\0".encode(), hashlib.sha256)
+def _digest(key: bytes, out_dir: Path, task_id: str) -> tuple[str, int]:
+    mac = hmac.new(key, f"{task_id}\0".encode(), hashlib.sha256)
     files = sorted(
         p for p in out_dir.rglob("*")
         if p.is_file() and p.name != SIGNATURE_NAME and p.relative_to(out_dir).parts[0] != SCORER_FOLDER
@@ -52,12 +53,12 @@ def _digest(key: bytes, out_dir: Path, task_id: str, experiment: str) -> tuple[s
 
 
 def sign(key: bytes, out_dir: Path, task_id: str, experiment: str) -> None:
-    mac, count = _digest(key, out_dir, task_id, experiment)
+    mac, count = _digest(key, out_dir, task_id)
     payload = {"task_id": task_id, "experiment": experiment, "files": count, "hmac_sha256": mac}
     (out_dir / SIGNATURE_NAME).write_text(json.dumps(payload))
 
 
-def problem(key: bytes, out_dir: Path, task_id: str, experiment: str) -> str:
+def problem(key: bytes, out_dir: Path, task_id: str) -> str:
     """'' if the folder's signature verifies, else a reason naming the file."""
     signature = out_dir / SIGNATURE_NAME
     if not signature.is_file():
@@ -66,7 +67,7 @@ def problem(key: bytes, out_dir: Path, task_id: str, experiment: str) -> str:
         recorded = json.loads(signature.read_text())["hmac_sha256"]
     except (ValueError, KeyError, TypeError):
         return f"{signature} is not a signature"
-    mac, _ = _digest(key, out_dir, task_id, experiment)
+    mac, _ = _digest(key, out_dir, task_id)
     if not hmac.compare_digest(str(recorded), mac):
         return f"{signature} does not match the files beside it: they were changed after the episode or copied in"
     return ""
