@@ -18,6 +18,13 @@ Why these learning measures: one dev evaluation is 30 tasks at temperature 0.3 (
 a seeded run's sampled tokens part from another run's as soon as a batch rounds a logit differently, so two runs of
 one setting and seed end apart; train success over all iterations (720 episodes at the preset) and the mean of the
 evaluations after the warm start carry less of that noise than the last evaluation alone.
+
+Under the table, every run of one length (15 or 30 iterations, all labels together) is aggregated as the RL
+literature asks (rliable: Agarwal et al., NeurIPS 2021; `loop_agents/eval/stats.py`): the interquartile mean of dev
+TGC at the warm start, after it (mean of the later evaluations), at the end, and of the gain (after - warm start),
+each with its 95 % stratified-bootstrap interval over runs, and P(after > warm start), P(final > warm start) (the
+chance that one run's value beats another run's warm start) with theirs. With --baseline, each label's
+P(label > baseline) on the dev mean after the warm start and on train success.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.runner import ROOT, git_info, machine_info
+from loop_agents.eval.stats import improvement_probability, iqm_interval
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "appworld_demo_runs.json"
 COMPARED = ("train_success", "dev_tgc_mean", "command_s")
@@ -222,6 +230,7 @@ def report(runs: list[dict], baseline: str | None) -> str:
         group = [r for r in done if r["label"] == label]
         means = ", ".join(f"{k} {_fmt(_mean_or_none(r[k] for r in group))}" for k in COMPARED)
         lines.append(f"- {label} ({len(group)} runs): {means}")
+    lines += aggregate_lines(done)
     if baseline is not None:
         base = [r for r in done if r["label"] == baseline]
         for label in labels:
@@ -253,7 +262,43 @@ def report(runs: list[dict], baseline: str | None) -> str:
                     diffs = [b[s] - a[s] for s in seeds]
                     paired.append(f"{key} {statistics.mean(diffs):+.3f} (p = {sign_flip_p(diffs):.2f})")
                 lines.append(f"  - paired by seed ({', '.join(map(str, seeds))}): " + "; ".join(paired))
+            better = [
+                f"{key} {improvement_probability([r[key] for r in group], [r[key] for r in base]).text(2)}"
+                for key in ("dev_tgc_mean", "train_success")
+                if key in measured
+            ]
+            if better:
+                lines.append(f"  - P({label} > {baseline}) over runs (rliable): " + "; ".join(better))
     return "\n".join(lines)
+
+
+def dev_scores(run: dict) -> dict[str, float] | None:
+    """Dev TGC at the warm start (iteration 0), after it (mean of the later evaluations), at the end, and the gain."""
+    dev = run.get("dev_tgc", {})
+    if "0" not in dev or run.get("dev_tgc_mean") is None:
+        return None
+    warm, after = dev["0"], run["dev_tgc_mean"]
+    return {"warm": warm, "after": after, "final": dev[max(dev, key=int)], "gain": after - warm}
+
+
+def aggregate_lines(done: list[dict]) -> list[str]:
+    """rliable aggregates of every run of one length: IQM [95 % CI] and P(improvement) [95 % CI] over runs."""
+    lines = []
+    for length in sorted({r["iterations"] for r in done}):
+        scores = [s for r in done if r["iterations"] == length and (s := dev_scores(r)) is not None]
+        if not scores:
+            continue
+        iqm = {key: iqm_interval([s[key] for s in scores]) for key in ("warm", "after", "final", "gain")}
+        warm = [s["warm"] for s in scores]
+        after = improvement_probability([s["after"] for s in scores], warm)
+        final = improvement_probability([s["final"] for s in scores], warm)
+        lines.append(
+            f"- all {len(scores)} runs of {length} iterations (rliable: IQM [95 % stratified bootstrap over runs]): "
+            f"dev TGC warm start {iqm['warm'].text(3)}, mean after it {iqm['after'].text(3)}, final "
+            f"{iqm['final'].text(3)}; gain after - warm start {iqm['gain'].mean:+.3f} [{iqm['gain'].low:+.3f}, "
+            f"{iqm['gain'].high:+.3f}]; P(after > warm start) {after.text(2)}, P(final > warm start) {final.text(2)}"
+        )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

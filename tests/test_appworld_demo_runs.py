@@ -86,3 +86,17 @@ def test_add_and_report_compare_labels_and_refuse_a_non_run(tmp_path: Path) -> N
     no_dev_after_0 = "- c (1 runs): train_success 0.500, dev_tgc_mean -, command_s 100.000"
     assert no_dev_after_0 in shown.stdout
     assert "- c vs a: not compared (runs of 2, 3 iterations)" in shown.stdout
+    # rliable over the four 3-iteration runs (dev 0.5 at the warm start, then 0.2 0.4 0.6 0.8): IQM of the middle
+    # two; a resample's IQM is the lowest run's value when 3 or 4 of its 4 draws are that run (13/256 > 0.025),
+    # so the interval's ends are the extreme runs. P(after > warm start): 8 of the 16 pairs beat 0.5.
+    assert (
+        "- all 4 runs of 3 iterations (rliable: IQM [95 % stratified bootstrap over runs]): dev TGC warm start "
+        "0.500 [0.500, 0.500], mean after it 0.500 [0.200, 0.800], final 0.500 [0.200, 0.800]; gain after - warm "
+        "start +0.000 [-0.300, +0.300]; P(after > warm start) 0.50 [" in shown.stdout
+    )
+    assert "runs of 2 iterations" not in shown.stdout  # c has no evaluation after the warm start
+    # every b run beats every a run on both: 1 in every resample
+    assert (
+        "  - P(b > a) over runs (rliable): dev_tgc_mean 1.00 [1.00, 1.00]; train_success 1.00 [1.00, 1.00]"
+        in (shown.stdout)
+    )
