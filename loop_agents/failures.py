@@ -28,6 +28,8 @@ _TRANSIENT_RAY = {
     "LocalRayletDiedError",
     "GetTimeoutError",
     "OutOfMemoryError",
+    "RpcError",
+    "ObjectReconstructionFailedError",
 }
 _TRANSIENT_BUILTIN = (ConnectionError, TimeoutError)
 

@@ -18,10 +18,11 @@ def _raised_from(cause: BaseException, outer: BaseException) -> BaseException:
 
 
 def test_ray_losing_a_process_is_transient() -> None:
-    from ray.exceptions import ActorDiedError, NodeDiedError, ObjectLostError
+    from ray.exceptions import ActorDiedError, NodeDiedError, ObjectLostError, RpcError
 
     assert is_transient(ActorDiedError())
     assert is_transient(NodeDiedError("node gone"))
+    assert is_transient(RpcError("GCS unavailable"))
     assert is_transient(ObjectLostError("0" * 56, None, "collect"))
     assert is_transient(_raised_from(ConnectionRefusedError(), RuntimeError("collect failed")))
 
