@@ -84,7 +84,10 @@ def test_a_confined_process_sees_only_its_view_and_is_alone(confined):
     assert confined["read_secret"].startswith("FileNotFoundError") and confined["stat_secret"].startswith(
         "FileNotFound"
     )
-    assert confined["kill_parent"].split(":")[0] in ("PermissionError", "ProcessLookupError")  # seccomp, pid ns
+    assert confined["kill_parent"].split(":")[0] in (
+        "PermissionError",
+        "ProcessLookupError",
+    )  # seccomp, pid ns
 
 
 def test_no_thread_process_or_socket(confined):

@@ -321,7 +321,7 @@ def test_no_child_process_outlives_or_escapes_the_episode(task_source, run):
             await env.close()
 
     out, host, during = run(scenario())
-    assert "STARTED" not in out and out.count("DENIED PermissionError") == 3, out
+    assert "STARTED" not in out and out.count("DENIED ") == 3, out  # forkpty: no /dev/ptmx in the view either
     every, direct = during
     # the episode's API process and its evaluator (forked from the host, warm while the cells run); the policy
     # process is the zygote's, alone in its pid namespace: nothing below it
@@ -402,8 +402,9 @@ def test_tampered_outputs_are_not_replayed_by_the_evaluator(task_source, run, tm
     attacked, honest, _ = rewards(
         task_source, run, task_id, [attack], ["apis.supervisor.complete_task(answer=-1)"]
     )
-    assert attacked.reward == honest.reward and "episode_ended" not in attacked.details
-    assert not target.exists()
+    # the patched save runs in the policy process after the cell and fails there (no such file in its tmpfs), which
+    # ends its own episode: no credit gained, nothing replayed
+    assert attacked.reward <= honest.reward and not target.exists()
 
 
 def test_honest_solutions_still_score_exactly(task_source, run):

@@ -200,14 +200,19 @@ def test_every_administrative_route_is_refused_to_the_policy(task_source, run):
 
 # ------------------------------------------------------------------ nothing inherited
 def test_no_truth_and_no_other_episode_in_the_policy_process_memory(lone_host, run):
-    """Episode 1 prints a marker and is graded (the report quotes the truth); episode 2, on the same host,
-    is read byte for byte from outside: neither the marker nor the grader's words are in its memory."""
+    """Episode 1 prints a marker and is graded (the grader's failure report quotes the truth: the tagged notes'
+    titles); episode 2 of the same task, on the same host, is read byte for byte from outside: neither the marker
+    nor any truth value is in its memory."""
     marker = f"RESIDUE-{os.getpid()}-{time.time_ns()}"
-    task_id = template_tasks(lone_host, "note_count_tag")[0]
-    _, _, first = run(
-        play(lone_host, task_id, [f"print({marker!r})", "apis.supervisor.complete_task(answer=-1)"])
+    task_id = template_tasks(lone_host, "notes_to_todoist_tasks")[0]
+    truth = json.loads(
+        (lone_host.config.root_path / "data/tasks" / task_id / "ground_truth/private_data.json").read_text()
     )
-    assert first.reward < 1.0  # the grader wrote failure traces that quote the truth
+    titles = [title.encode() for title in truth["titles"]]
+    _, _, first = run(play(lone_host, task_id, [f"print({marker!r})", "apis.supervisor.complete_task()"]))
+    assert first.reward < 1.0 and any(
+        t.decode() in json.dumps(first.details) for t in titles
+    )  # quoted by the grader
 
     async def second():
         env = await lone_host.make_env()
@@ -222,11 +227,7 @@ def test_no_truth_and_no_other_episode_in_the_policy_process_memory(lone_host, r
     memory = run(second())
     assert len(memory) > 10_000_000  # really read (the interpreter, AppWorld, IPython)
     assert marker.encode() not in memory
-    assert (
-        b"AssertionError" not in memory
-        and b"In right but not left" not in memory
-        and b"private_data" not in memory
-    )
+    assert not [t for t in titles if t in memory], titles
 
 
 def _memory_of(pid: int) -> bytes:
@@ -260,12 +261,9 @@ def test_the_policy_process_sees_no_data_root_no_truth_and_no_host_descriptors(t
     _, steps, _ = run(play(task_source, task_id, [cell]))
     out = steps[0].observation
     assert "stat_truth DENIED FileNotFoundError" in out and "proc DENIED FileNotFoundError" in out, out
-    assert (
-        "list_data DENIED FileNotFoundError" in out
-        or "['tasks', 'api_docs']" in out
-        or "['api_docs', 'tasks']" in out
-    ), out
-    assert "list_tasks" in out and "ground_truth" not in out and "STDOUT True" in out, out
+    # data/ holds only the public inputs bound into the view: the task's own folder (specs.json), the API docs
+    assert "list_data OK" in out and re.search(r'\[("tasks", "api_docs"|"api_docs", "tasks")\]', out), out
+    assert f'["{task_id}"]' in out and "ground_truth" not in out and "STDOUT True" in out, out
 
 
 # ------------------------------------------------------------------ what Landlock and a deny list do not cover
