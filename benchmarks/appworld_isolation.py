@@ -7,9 +7,9 @@ overhead is taken per pair:
     overhead_i = isolated episode_i - legacy episode_i      reported: median and p95 over i
 
 Legacy = `uvicorn appworld.serve.environment:app` (the world, its ground truth and the evaluation all in
-the process that runs the cells, reused across episodes). Isolated = our episode host: a fork with
-namespaces, Landlock, seccomp and rlimits per episode, no ground truth loaded, evaluation in a separate
-sandboxed fork.
+the process that runs the cells, reused across episodes). Isolated = our episode host: per episode an API
+process holding the databases and a confined zygote fork running the cells (docs/security.md), evaluation
+in a separate sandboxed fork. For the cost beside the previous isolated design, see appworld_sandbox_cost.py.
 
 .venv/bin/python benchmarks/appworld_isolation.py [--episodes 10] [--root artifacts/appworld]
 """
@@ -101,8 +101,9 @@ async def isolated_episode(source: AppWorldTaskSource, task_id: str) -> dict[str
         "reset_s": initialized - began,
         "evaluate_s": evaluated - evaluating,
         "fork_s": timing["fork_s"],
-        "sandbox_s": timing["sandbox_s"],
-        "world_init_s": timing["init_s"],
+        "policy_confine_s": timing["policy_confine_s"],  # the policy process's layers (mount view ... seccomp)
+        "policy_init_s": timing["policy_init_s"],  # its remote-API world
+        "api_init_s": timing["api_init_s"],  # the API process's world (databases), in parallel
         "evaluate_task_s": evaluation.details["evaluator_timing"]["evaluate_task_s"],
         "evaluator_prepare_s": evaluation.details["evaluator_timing"]["prepare_s"],  # while the cells ran
     }
