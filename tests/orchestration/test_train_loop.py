@@ -130,15 +130,15 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     second_output = (tmp_path / "second.log").read_text()
     assert second.returncode == 0, second_output[-4000:]
     assert "iterations 3..3" in second_output
-    # every evaluation says its result in one line, and the run ends with its summary
+    # every evaluation says its result, with its 95 % interval over tasks, in one line; the run ends with its summary
     assert re.search(
-        r"^\[eval iter 3\] dev success \d\.\d\d \(3 tasks\) \| best success \d\.\d\d @\d$",
+        r"^\[eval iter 3\] dev success \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(3 tasks\) \| best success \d\.\d\d @\d$",
         second_output,
         re.M,
     )
     assert f"== result of {run_dir}" in second_output
     assert re.search(
-        r"^selection \(3 dev tasks, picks the best\): dev success .* \(iter 0\) → .* \(iter 3\)",
+        r"^selection \(3 dev tasks, picks the best\): dev success \S+ \[\S+, \S+\] \(iter 0\) → .* \(iter 3\)",
         second_output,
         re.M,
     )
