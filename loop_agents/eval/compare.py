@@ -36,6 +36,8 @@ def prepare_compare(request: EvalRequest, prep: Prepared) -> tuple[EvalRequest, 
         request,
         checkpoint=request.compare,
         compare=None,
+        # the checkpoint's sampling seed on both sides (a run's seed is in its config.yaml)
+        overrides=[*request.overrides, f"run.seed={int(prep.cfg.run.seed)}"],
         out=None if request.out is None else f"{str(request.out).rstrip('/')}_compare",
         appworld_experiment=None,
     )

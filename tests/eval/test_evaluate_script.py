@@ -270,6 +270,26 @@ def test_checkpoint_resolution(run_dir, tmp_path):
     assert resolve_checkpoint("base").adapter is None
 
 
+def test_compare_takes_the_checkpoints_seed_and_its_own_out(run_dir, tmp_path):
+    """Another run of the same base model (its tiny_model/ a link to this one's) trained with another seed: the
+    compared side samples with the checkpoint's seed, into `<out>_compare`."""
+    from loop_agents.eval.compare import prepare_compare
+    from loop_agents.eval.evaluate_checkpoint import EvalRequest, prepare
+
+    other = tmp_path / "other_run"
+    shutil.copytree(run_dir / "checkpoints", other / "checkpoints")
+    (other / "tiny_model").symlink_to(run_dir / "tiny_model")
+    config = OmegaConf.merge(OmegaConf.load(run_dir / "config.yaml"), {"run": {"seed": 7}})
+    (other / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    request = EvalRequest(checkpoint=str(run_dir), compare=str(other / "checkpoints" / "checkpoint-1"),
+                          split="dev", max_tasks=2, out=str(tmp_path / "ev"))  # fmt: skip
+    prep = prepare(request)
+    _, other_prep = prepare_compare(request, prep)
+    assert int(other_prep.cfg.run.seed) == int(prep.cfg.run.seed) != 7
+    assert other_prep.out == tmp_path / "ev_compare" and other_prep.task_ids == prep.task_ids
+    assert not (tmp_path / "ev").exists() and not (tmp_path / "ev_compare").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
