@@ -64,6 +64,7 @@ from loop_agents.eval.inference_endpoints import InferenceEndpoints
 from loop_agents.eval.result_lines import evaluate_line
 from loop_agents.eval.tables import format_report
 from loop_agents.eval.task_intervals import interval_report
+from loop_agents.learner.manifest import verify_adapter
 from loop_agents.redaction import redacted_yaml
 from loop_agents.rollout.trajectory import Trajectory
 
@@ -123,6 +124,11 @@ def prepare(request: EvalRequest) -> Prepared:
     if request.max_tasks is not None and request.max_tasks < 1:
         raise UsageError(f"max_tasks={request.max_tasks} must be >= 1")
     target = resolve_checkpoint(request.checkpoint)
+    if target.adapter is not None:
+        try:
+            verify_adapter(target.adapter)  # a truncated or changed file, named before a server starts
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     cfg = load_config(target.run_config, request.overrides)
     split = request.split or str(cfg.eval.split)
     source = make_task_source(cfg)

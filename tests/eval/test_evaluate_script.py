@@ -318,6 +318,7 @@ def test_compare_takes_the_checkpoints_seed_and_its_own_out(run_dir, tmp_path):
         (["checkpoint={run}", "compare={other_model}"], "both checkpoints must share one base model"),
         (["checkpoint={run}", "compare={other_settings}"], "has max_context=2048, checkpoint="),
         (["checkpoint={run}", "compare=/no/such/dir"], "checkpoint=/no/such/dir: no such file or directory"),
+        (["checkpoint={damaged}"], "adapter_model.safetensors"),  # truncated: named before a server starts
     ],
 )
 def test_bad_input_is_one_line_before_any_server_starts(
@@ -334,13 +335,16 @@ def test_bad_input_is_one_line_before_any_server_starts(
         shutil.copytree(run_dir, tmp_path / name, ignore=shutil.ignore_patterns("evaluate"))
         config = OmegaConf.merge(OmegaConf.load(run_dir / "config.yaml"), edit)
         (tmp_path / name / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    shutil.copytree(run_dir, tmp_path / "damaged", ignore=shutil.ignore_patterns("evaluate"))
+    weights = tmp_path / "damaged" / "checkpoints" / "checkpoint-2" / "adapter" / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     monkeypatch.chdir(tmp_path)  # checkpoint=base writes nothing before failing, but stay out of the repo
     if "appworld_experiment=a/b" in args:  # a data root built here (CI has no artifacts/appworld)
         args = [*args, f"env.options.root={request.getfixturevalue('appworld_root')}"]
     with pytest.raises(SystemExit) as exit_info:
         main(
             [a.format(run=run_dir, empty=tmp_path / "empty", other_model=tmp_path / "other_model",
-                      other_settings=tmp_path / "other_settings") for a in args]
+                      other_settings=tmp_path / "other_settings", damaged=tmp_path / "damaged") for a in args]
             + [f"out={tmp_path / 'o'}"]
         )  # fmt: skip
     assert exit_info.value.code == 2

@@ -150,7 +150,7 @@ def test_forged_output_files_change_no_score(task_source, run, tmp_path):
     assert offline[0]["num_passed"] == offline[1]["num_passed"] and not offline[0]["success"]
 
 
-def test_parse_and_log_scores_only_signed_outputs(task_source, run, tmp_path):
+def test_parse_and_log_scores_only_signed_outputs(task_source, run, tmp_path, capsys):
     root = task_source.config.root_path
     task_id = template_tasks(task_source, "note_delete_tagged")[1]
     run(play(task_source, task_id, [solution(task_source, task_id)], experiment_name="signed_run"))
@@ -166,6 +166,16 @@ def test_parse_and_log_scores_only_signed_outputs(task_source, run, tmp_path):
     )  # the deletions undone after the episode: the saved state no longer matches its signature
     with pytest.raises(UnverifiedOutputs, match="provenance.json does not match"):
         run_official_evaluation("signed_run", "provenance_probe", task_source.config)
+    from loop_agents.eval.parse_and_log import main
+
+    with pytest.raises(
+        SystemExit
+    ) as exit_info:  # the command: one line naming the file, exit 2, never a score
+        main(["experiment=signed_run", "split=provenance_probe", f"appworld_root={root}", "wandb=disabled",
+              f"results_file={tmp_path / 'results.jsonl'}"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "provenance.json does not match" in err, err
+    assert not (tmp_path / "results.jsonl").exists()
     (changes.parent.parent / "provenance.json").unlink()
     with pytest.raises(UnverifiedOutputs, match="provenance.json is missing"):
         run_official_evaluation("signed_run", "provenance_probe", task_source.config)
