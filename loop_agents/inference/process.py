@@ -23,6 +23,8 @@ from loop_agents.child_process import (
 )
 from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.errors import InferenceServerError
+from loop_agents.inference.startup_stage import log_stage
+from loop_agents.progress_lines import Heartbeat
 
 
 class ServerProcess:
@@ -69,7 +71,11 @@ class ServerProcess:
         """Poll `GET /v1/models` until the server lists `served_name` for `model_root`; raise if it exits or times out."""
         deadline = time.monotonic() + deadline_s
         last_error = self._last_probe_error = "no answer yet"
-        with httpx.Client(trust_env=False, headers=auth_headers()) as http:
+        stage = lambda: log_stage(self.log_path)  # noqa: E731 - what the server is doing, for the lines below
+        with (
+            Heartbeat("vLLM", f"starting (log {self.log_path.name})", stage),
+            httpx.Client(trust_env=False, headers=auth_headers()) as http,
+        ):
             while time.monotonic() < deadline:
                 if self._ready_once(http, base_url, model_root, served_name) is True:
                     self._check_every_route_is_guarded(base_url)

@@ -27,8 +27,9 @@ from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
 from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
+from loop_agents.orchestration.run_eta import RunEta
 from loop_agents.orchestration.run_log import RunLog
-from loop_agents.orchestration.run_report import PhaseClock, finish, print_eval_line
+from loop_agents.orchestration.run_report import PhaseClock, finish, print_block, print_eval_line
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
 from loop_agents.orchestration.warm_model import (
@@ -153,12 +154,14 @@ class Driver:
             self.log.finish()
             raise
         self.clock.mark("cluster ready")
+        result: list[str] = []
         try:
             self._run(cluster)
-            self._report(cluster)
+            result = self._report(cluster)
         finally:
             cluster.shutdown()
             self.log.finish()
+        print_block(result)  # the last thing printed: after Ray's and wandb's closing output
 
     def _run(self, cluster: Cluster) -> None:
         cfg = self.cfg
@@ -172,7 +175,7 @@ class Driver:
                 )
         else:
             self._initial_policy(cluster)
-        pending = None
+        pending, eta = None, RunEta(int(cfg.run.iterations), started=self.clock.process_start)
         for iteration in range(self.start_iteration + 1, cfg.run.iterations + 1):
             t_iter = time.perf_counter()
             self.clock.mark_first_rollout()
@@ -232,6 +235,7 @@ class Driver:
             )
             self.log.log(metrics, iteration)
             print(C.format_progress(iteration, cfg.run.iterations, metrics), flush=True)
+            print(eta.line(iteration, total), flush=True)
             if cfg.logging.plots:
                 self.log.plot()
         t_wait = time.perf_counter()
@@ -247,7 +251,7 @@ class Driver:
         self.log.log(metrics, iteration)
         print_eval_line(self.cfg, self.run_dir, iteration, metrics)
 
-    def _report(self, cluster: Cluster) -> None:
+    def _report(self, cluster: Cluster) -> list[str]:
         """After training: the held-out evaluation of start/best/final, then the run's closing summary."""
         from loop_agents.eval.held_out import evaluate_held_out
         from loop_agents.orchestration.run_report import best_record
@@ -268,7 +272,9 @@ class Driver:
             if held_out is not None:
                 self.log.log(held_out["row"], int(cfg.run.iterations))
             self.clock.eval_wait_s += time.perf_counter() - began
-        finish(cfg, self.run_dir, self.log.rows(), self.clock, self.start_iteration + 1, held_out)
+        return finish(
+            cfg, self.run_dir, self.log.rows(), self.clock, self.start_iteration + 1, held_out, echo=False
+        )
 
     # ------------------------------------------------------------------ steps
     def _eval_due(self, iteration: int) -> bool:

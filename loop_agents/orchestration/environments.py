@@ -16,6 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from loop_agents.orchestration.demo_play_progress import played_demos_progress
+from loop_agents.progress_lines import Heartbeat, ticked
 from loop_agents.rollout.agent import Agent
 from loop_agents.rollout.chat import ChatFormat
 from loop_agents.rollout.trajectory import Trajectory
@@ -83,7 +85,8 @@ def prepare_environment(cfg: DictConfig) -> None:
         flush=True,
     )
     builder = REPO_ROOT / "scripts" / "build_appworld_data.py"
-    subprocess.run([sys.executable, str(builder), "--root", str(config.root_path)], check=True)
+    with Heartbeat("driver", f"building the AppWorld data into {config.root_path}"):
+        subprocess.run([sys.executable, str(builder), "--root", str(config.root_path)], check=True)
 
 
 def check_environment(cfg: DictConfig) -> None:
@@ -159,9 +162,10 @@ def demonstrations(cfg: DictConfig, chat: ChatFormat) -> list[Trajectory]:
     from loop_agents.orchestration.warm_start import demonstration_trajectory
 
     if cfg.env.name == "appworld":
+        drawn = _appworld_demos(cfg, chat)
         return [
             demonstration_trajectory(chat, messages, task_id)
-            for task_id, messages in _appworld_demos(cfg, chat)
+            for task_id, messages in ticked(drawn, "warm start", len(drawn), "demonstrations tokenized")
         ]
     if cfg.env.name != "bundled":
         raise ValueError(
@@ -178,6 +182,7 @@ def demonstrations(cfg: DictConfig, chat: ChatFormat) -> list[Trajectory]:
         split=cfg.env.train_split,
         spare_moves=options.spare_moves,
     )
+    demos = ticked(demos, "warm start", len(demos), "demonstrations tokenized")
     return [demonstration_trajectory(chat, messages, task_id) for task_id, messages in demos]
 
 
@@ -188,10 +193,12 @@ def _appworld_demos(cfg: DictConfig, chat: ChatFormat) -> list[tuple[str, list[d
     from loop_agents.rollout.observation import truncate_observation
 
     limit = int(cfg.env.observation_max_tokens)
-    demo_set = appworld_demonstrations(
-        env_settings(cfg), make_agent(cfg), cfg.env.train_split,
-        lambda text: truncate_observation(text, chat.tokenizer, limit)[0],
-    )  # fmt: skip
+    settings = env_settings(cfg)
+    with played_demos_progress(settings.root_path):
+        demo_set = appworld_demonstrations(
+            settings, make_agent(cfg), cfg.env.train_split,
+            lambda text: truncate_observation(text, chat.tokenizer, limit)[0],
+        )  # fmt: skip
     print(
         f"[warm start] AppWorld: {len(demo_set.demonstrations)} demonstrations {dict(demo_set.kinds)} from "
         f"{demo_set.played} played episodes; dropped (clean that failed, noisy that passed): "

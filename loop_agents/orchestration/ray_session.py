@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ def init_ray(cfg: DictConfig) -> None:
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if not sys.stdout.isatty():  # a log file gets plain "(Actor pid=..)" prefixes, not ANSI colour codes
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     key = ensure_run_key()  # before the local head starts: its workers inherit it (inference/api_key.py)
     if cfg.ray.address:

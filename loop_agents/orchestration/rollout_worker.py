@@ -7,6 +7,7 @@ under the GIL). The evaluator is the same class with evaluation settings (greedy
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ from loop_agents.orchestration.environments import (
     scenario_function,
     start_task_source,
 )
+from loop_agents.progress_lines import Ticker, watch
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
 
@@ -139,6 +141,11 @@ class RolloutWorker:
             failed.metadata.get("adapter"), self.cfg.rollout.server_recovery_timeout_s, poll_s=2.0
         )
 
+    def _ended(self, group_prefix: str) -> int:
+        """Episodes of the collection `group_prefix` that have ended so far (0 when none runs)."""
+        live = self._live.get(group_prefix)
+        return live[0].ended if live else 0
+
     async def evaluate(
         self, split: str, adapter: str | None, max_tasks: int | None, runs_per_task: int, max_turns: int
     ) -> tuple[list[Trajectory], dict[str, float]]:
@@ -147,9 +154,16 @@ class RolloutWorker:
 
         await self._ensure_started()
         task_ids = sorted(self.task_source.task_ids(split))[: max_tasks or None]
-        trajectories, collect_metrics = await self.collect(
-            task_ids, runs_per_task, max_turns, adapter, group_prefix="eval/"
-        )
+        total = len(task_ids) * runs_per_task
+        ticker = Ticker(f"eval {adapter or 'base'} on {split}", total, "episodes")
+        progress = asyncio.ensure_future(watch(ticker, lambda: self._ended("eval/")))
+        try:
+            trajectories, collect_metrics = await self.collect(
+                task_ids, runs_per_task, max_turns, adapter, group_prefix="eval/"
+            )
+        finally:
+            progress.cancel()
+        ticker.update(total)
         difficulty = getattr(self.task_source, "difficulty", None)
         difficulties = {t: difficulty(t) for t in task_ids} if difficulty is not None else None
         metrics = rollout_metrics(trajectories, prefix="eval")

@@ -48,7 +48,10 @@ class RunLog:
         if wandb_mode != "disabled":
             import wandb
 
+            # quiet: wandb's ~35 lines at init and finish would bury the run's own lines and its closing result
+            # block; console="off" keeps it from copying the terminal (its run files still hold the metrics)
             self._wandb = wandb.init(
+                settings=wandb.Settings(silent=True, console="off"),
                 project=project,
                 entity=entity,
                 mode=wandb_mode,

@@ -86,9 +86,15 @@ def print_eval_line(cfg, run_dir: Path, iteration: int, metrics: dict[str, Any])
     )  # fmt: skip
 
 
+def print_block(lines: list[str]) -> None:
+    """The result block, flushed at once."""
+    print("\n".join(lines), flush=True)
+
+
 def finish(cfg, run_dir: Path, rows: list[dict[str, Any]], clock: PhaseClock, first_iteration: int,
-           held_out: dict[str, Any] | None) -> list[str]:  # fmt: skip
-    """Print the run's closing lines and write them (with the numbers) to `<run_dir>/summary.json`."""
+           held_out: dict[str, Any] | None, echo: bool = True) -> list[str]:  # fmt: skip
+    """Print the run's closing lines (unless `echo` is False: the caller prints them last, after the libraries
+    have said their goodbyes) and write them (with the numbers) to `<run_dir>/summary.json`."""
     metric = str(cfg.eval.best_metric)
     selection = sorted(
         (int(r["iteration"]), r) for r in rows if f"eval/{metric}" in r and "rollout/count" not in r
@@ -97,8 +103,8 @@ def finish(cfg, run_dir: Path, rows: list[dict[str, Any]], clock: PhaseClock, fi
     best = best_record(run_dir)
     lines = run_summary(str(run_dir), str(cfg.eval.split), str(cfg.env.name), metric, selection, best, held_out,
                         phases, bool(cfg.logging.plots))  # fmt: skip
-    for line in lines:
-        print(line, flush=True)
+    if echo:
+        print_block(lines)
     summary = {
         "lines": lines,
         "phases_s": phases,
