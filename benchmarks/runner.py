@@ -2,14 +2,16 @@
 
     python -m benchmarks list
     python -m benchmarks run [NAME ...] [--quick] [--no-servers]   # no NAME: every CPU benchmark
-    python -m benchmarks report                                      # results/*.json -> README_performance.md
+    python -m benchmarks report                      # results/<name>.json -> README_performance.md, README block
 
 Every benchmark measures the two sides of its question in the same run, one after the other or
 interleaved, and reports their ratio (the machines are shared and noisy, so absolute times from
 different runs are never compared). A benchmark is a function `bench(quick: bool) -> dict` returning
 at least `ratio` (a float) and `summary` (one line of the side-by-side numbers); everything else it
 returns is kept under `details`. The runner adds the goal, pass/fail, date, machine and git commit
-and writes `benchmarks/results/<name>.json`. A crash or a time-out is recorded as such (status
+and writes `benchmarks/results/<name>.json` (the canonical file: the latest run) and the same record to
+`benchmarks/results/history/<name>/<date>_<HHMM>_<commit>.json` (every run); `benchmarks/render.py` renders the
+pages from the canonical files. A crash or a time-out is recorded as such (status
 `error` / `timeout`, with the tail of the output) and the other benchmarks still run.
 """
 
@@ -28,10 +30,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks import render as _render
+from benchmarks.render import REPORT_NAME, fmt_ratio, fmt_result
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-REPORT_NAME = "README_performance.md"
-NOTES_NAME = "NOTES.md"  # hand-written notes appended to the report
+HISTORY_DIR = "history"  # results/history/<name>/<date>_<HHMM>_<commit>.json: every run, the latest included
 RESULT_MARKER = "BENCHMARK_RESULT "
 
 
@@ -300,9 +304,23 @@ def run_one(
         record["ratio_definition"] = result.pop("ratio_definition", "")
         record["summary"] = result.pop("summary", "")
         record["details"] = result
-    results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / f"{bench.name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    text = json.dumps(record, indent=2) + "\n"
+    history = results_dir / HISTORY_DIR / bench.name / history_name(record)
+    history.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while history.exists():  # two runs in one minute on one commit: keep both
+        n += 1
+        history = history.with_name(f"{history_name(record)[: -len('.json')]}_{n}.json")
+    history.write_text(text)
+    (results_dir / f"{bench.name}.json").write_text(text)
     return record
+
+
+def history_name(record: dict) -> str:
+    """`2026-11-27_0752_1b973a9.json` (`-dirty` when the code had uncommitted changes)."""
+    stamp = re.sub(r"[^0-9]", "", record["date"])  # "2026-11-27 07:52 UTC" -> 202611270752
+    name = f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}_{stamp[8:12]}_{record.get('commit', 'unknown')}"
+    return name + ("-dirty" if record.get("dirty") else "") + ".json"
 
 
 def select(names: list[str], kinds: tuple[str, ...] = DEFAULT_KINDS, registry=None) -> list[Benchmark]:
@@ -319,88 +337,15 @@ def select(names: list[str], kinds: tuple[str, ...] = DEFAULT_KINDS, registry=No
 # ---------------------------------------------------------------------------------------------- report
 
 
-def _fmt_ratio(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == 0 or abs(value) >= 0.1:
-        return f"{value:.2f}"
-    return f"{value:.2g}"
-
-
-def _fmt_result(record: dict) -> str:
-    if record.get("status") != "ok":
-        return record.get("status", "?")
-    passed = record.get("passed")
-    return "report" if passed is None else ("pass" if passed else "**FAIL**")
-
-
 def load_results(results_dir: Path = RESULTS_DIR, registry=None) -> list[dict]:
-    """Records of `results_dir/*.json` written by `run_one`, in the registry's order (others last)."""
-    registry = BENCHMARKS if registry is None else registry
-    order = {b.name: i for i, b in enumerate(registry)}
-    records = []
-    for path in sorted(results_dir.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(data, dict) and "benchmark" in data and "status" in data:
-            records.append(data)
-    return sorted(records, key=lambda r: (order.get(r["benchmark"], len(order)), r["benchmark"]))
-
-
-def render_report(records: list[dict]) -> str:
-    lines = [
-        "| Benchmark | Question | Side by side (same run) | Measured ratio | Goal | Result | Date | Machine | Commit |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in records:
-        machine = r.get("machine", {})
-        machine_text = f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores"
-        if machine.get("load_avg_1m") is not None:
-            machine_text += f" (load {machine['load_avg_1m']})"
-        commit = r.get("commit", "?") + ("+dirty" if r.get("dirty") else "")
-        summary = r.get("summary") or (r.get("output_tail", "").splitlines() or [""])[-1][:120]
-        if r.get("quick"):
-            summary += " (quick sizes)"
-        cells = [
-            f"`{r['benchmark']}`",
-            r.get("question", ""),
-            summary.replace("|", "\\|"),
-            _fmt_ratio(r.get("ratio")),
-            r.get("goal") or "report",
-            _fmt_result(r),
-            r.get("date", "?"),
-            machine_text,
-            f"`{commit}`",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def render_definitions(records: list[dict]) -> str:
-    lines = ["How each ratio is measured (both sides in the same run):", ""]
-    for r in records:
-        if r.get("ratio_definition"):
-            lines.append(f"- `{r['benchmark']}`: {r['ratio_definition']}.")
-    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+    """The canonical records `results_dir/<name>.json`, in the registry's order (see benchmarks/render.py)."""
+    return _render.load_results(results_dir, registry)
 
 
 def write_report(results_dir: Path = RESULTS_DIR, registry=None) -> Path:
-    """Write `README_performance.md`: the table, the ratio definitions, then `NOTES.md` if present."""
-    records = load_results(results_dir, registry)
-    text = (
-        "<!-- written by `python -m benchmarks report` from benchmarks/results/*.json (+ NOTES.md); "
-        "do not edit -->\n" + render_report(records)
-    )
-    definitions = render_definitions(records)
-    if definitions:
-        text += "\n" + definitions
-    notes = results_dir / NOTES_NAME
-    if notes.exists():
-        text += "\n" + notes.read_text()
+    """Write `results_dir/README_performance.md` (the table, the ratio definitions, then `NOTES.md`)."""
     path = results_dir / REPORT_NAME
-    path.write_text(text)
+    path.write_text(_render.render_performance_page(results_dir, registry))
     return path
 
 
@@ -416,7 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--quick", action="store_true", help="small sizes (smoke run, noisier ratios)")
     run_p.add_argument("--no-servers", action="store_true", help="skip the ones that start a vLLM server")
     run_p.add_argument("--results-dir", default=str(RESULTS_DIR))
-    rep_p = sub.add_parser("report", help="write results/README_performance.md from results/*.json")
+    rep_p = sub.add_parser(
+        "report", help="python -m benchmarks.render: the results pages from results/<name>.json"
+    )
     rep_p.add_argument("--results-dir", default=str(RESULTS_DIR))
     child = sub.add_parser("_child", help=argparse.SUPPRESS)
     child.add_argument("entry")
@@ -438,19 +385,26 @@ def main(argv: list[str] | None = None) -> int:
         for bench in select(args.names, kinds):
             print(f"[benchmarks] {bench.name} ...", flush=True)
             record = run_one(bench, quick=args.quick, results_dir=results_dir)
-            verdict = _fmt_result(record)
+            verdict = fmt_result(record)
             print(
-                f"[benchmarks] {bench.name}: {verdict}, ratio {_fmt_ratio(record['ratio'])} "
+                f"[benchmarks] {bench.name}: {verdict}, ratio {fmt_ratio(record['ratio'])} "
                 f"(goal {bench.goal or 'report'}), {record['wall_s']} s; {record.get('summary', '')}",
                 flush=True,
             )
             if record["status"] != "ok":
                 print(record.get("output_tail", "")[-1500:], flush=True)
                 failed += 1
-        print(f"[benchmarks] report: {write_report(results_dir)}")
+        print(f"[benchmarks] report: {', '.join(map(str, _report(results_dir)))}")
         return 1 if failed else 0
-    print(write_report(results_dir))
+    print("\n".join(map(str, _report(results_dir))))
     return 0
+
+
+def _report(results_dir: Path) -> list[Path]:
+    """This checkout's results: the performance page and README's block; another directory: its page only."""
+    if results_dir.resolve() == RESULTS_DIR:
+        return _render.write(ROOT)
+    return [write_report(results_dir)]
 
 
 if __name__ == "__main__":

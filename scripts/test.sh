@@ -11,6 +11,7 @@ if [[ "${1:-}" == --fast ]]; then
   [[ -x .venv/bin/python ]] || bash scripts/install.sh cpu
   .venv/bin/ruff check .
   .venv/bin/ruff format --check .
+  .venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
   export WANDB_MODE=offline RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
   exec .venv/bin/python -m pytest -m "not slow" --durations=15 "$@"
 fi
@@ -30,6 +31,7 @@ fi
 if [[ -f scripts/install_appworld.sh ]]; then bash scripts/install_appworld.sh; fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
 if [[ ! -x .venv-poetry/bin/poetry ]]; then
   python3.11 -m venv .venv-poetry && .venv-poetry/bin/pip install -q "poetry==2.*"
 fi
