@@ -271,6 +271,8 @@ class Driver:
                 )
             if held_out is not None:
                 self.log.log(held_out["row"], int(cfg.run.iterations))
+                if cfg.logging.plots:
+                    self.log.plot()  # the success plot gains the held-out points
             self.clock.eval_wait_s += time.perf_counter() - began
         return finish(
             cfg, self.run_dir, self.log.rows(), self.clock, self.start_iteration + 1, held_out, echo=False

@@ -20,14 +20,6 @@ from typing import Any
 from loop_agents.jsonl import read_rows, rewrite_rows
 from loop_agents.rollout.trajectory import Trajectory, save_trajectories
 
-PLOTTED = {
-    "reward": ("rollout/reward_mean", "eval/reward_mean"),
-    "success": ("rollout/success_rate", "eval/success_rate"),
-    "loss": ("learn/loss",),
-    "clip_fraction": ("learn/clip_fraction",),
-    "kl": ("learn/kl_old_k3",),
-}
-
 
 class RunLog:
     """Appends metrics and rollouts for one run; mirrors metrics to wandb when enabled."""
@@ -94,34 +86,11 @@ class RunLog:
         return read_rows(self.metrics_path)
 
     def plot(self) -> list[Path]:
-        """Write one PNG per curve family into plots/; returns the paths written."""
-        import matplotlib
+        """Write the run's curves into plots/ (orchestration/plots.py); returns the paths written."""
+        from loop_agents.orchestration.plots import write_plots
+        from loop_agents.orchestration.run_report import best_record
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        rows = self.rows()
-        written = []
-        (self.dir / "plots").mkdir(exist_ok=True)
-        for name, keys in PLOTTED.items():
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            drawn = False
-            for key in keys:
-                pts = [(r["iteration"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", markersize=3, label=key)
-                    drawn = True
-            if drawn:
-                ax.set_xlabel("iteration")
-                ax.set_title(name)
-                ax.legend()
-                ax.grid(alpha=0.3)
-                path = self.dir / "plots" / f"{name}.png"
-                fig.tight_layout()
-                fig.savefig(path, dpi=100)
-                written.append(path)
-            plt.close(fig)
-        return written
+        return write_plots(self.dir, self.rows(), best_record(self.dir))
 
     def finish(self) -> None:
         if self._wandb is not None:
