@@ -2,7 +2,7 @@
 
 LOOP = leave-one-out advantages + per-token PPO clipped objective on LoRA weights
 (Chen et al. 2025, "Reinforcement Learning for Long-Horizon Interactive LLM Agents", arXiv 2502.01600;
-what the released code really does: shared/docs/reference-ml-loop.md §2).
+what the released code really does: docs/reference-ml-loop.md §2).
 
 One iteration, top to bottom:
   1. advantages   A_i = R_i - mean_{j≠i} R_j within each task's group of K rollouts (paper Eq. 6);

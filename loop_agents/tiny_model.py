@@ -6,7 +6,7 @@ that `AutoModelForCausalLM`, `AutoTokenizer`, peft and vLLM all load it exactly 
 real Qwen checkpoint. Nothing is downloaded: the byte-level BPE tokenizer is trained on a
 corpus generated here, and the weights are a seeded random initialisation.
 
-Choices: head_dim is 32 because the vLLM CPU attention kernels reject 16 (stack.md); the
+Choices: head_dim is 32 because the vLLM CPU attention kernels reject 16 (docs/stack.md); the
 special tokens and their order follow Qwen2.5 (`<|endoftext|>`, `<|im_start|>`, `<|im_end|>`),
 with `<think>`/`</think>` and the tool-call tags as ordinary added tokens as in Qwen3.
 """

@@ -53,7 +53,7 @@ if [[ "$TARGET" == cpu && -z "$({ ldconfig -p 2>/dev/null || true; } | grep libt
   fi
 fi
 
-# Compiled bytecode halves vLLM server start-up (stack.md); pip skips it under PYTHONDONTWRITEBYTECODE.
+# Compiled bytecode halves vLLM server start-up (docs/stack.md); pip skips it under PYTHONDONTWRITEBYTECODE.
 "$PY" -m compileall -q -j 0 "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 
 "$PY" -c "import torch, transformers, peft, vllm, ray, hydra; print('[install] ok: torch', torch.__version__, '| vllm', vllm.__version__, '| transformers', transformers.__version__)"

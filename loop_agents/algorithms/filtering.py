@@ -1,4 +1,4 @@
-"""LOOP's advantage filter with redistribution (ml-loop `_filter_rollouts`; reference-ml-loop §2.4).
+"""LOOP's advantage filter with redistribution (ml-loop `_filter_rollouts`; docs/reference-ml-loop.md §2.4).
 
 Rollouts are sorted by |A| (by A with `pos_adv_only`), those with |A| >= threshold are kept, and
 the kept count is rounded UP to a multiple of `multiple_of` (the world size, or the global

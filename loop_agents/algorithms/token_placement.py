@@ -3,7 +3,7 @@
 The outcome reward belongs on the LAST TRAINABLE token (the last sampled token, usually the
 final turn's stop token), never on the last token of the sequence: when a trajectory ends on an
 observation, that token is masked and multiplying by the loss mask erases the reward. That is the
-AgentGym-RL bug (reference-agentgym-rl.md §2.2 and §8.1.1) that zeroes GAE and REINFORCE++.
+AgentGym-RL bug (docs/reference-agentgym-rl.md §2.2 and §8.1.1) that zeroes GAE and REINFORCE++.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         PYTHONPATH=os.pathsep.join(p for p in (str(SERVER_SITE), env.get("PYTHONPATH")) if p),
         **server_key_environment(),  # every route but /health needs the run's key (inference/api_key.py)
     )
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # stack.md: without bytecode caching start-up doubles
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # docs/stack.md: without bytecode caching start-up doubles
     env.pop(CPU_GENERATOR_REWIND_ENV, None)
     env.pop(CPU_LORA_OPS_ENV, None)  # only this server's config decides
     _allow_the_patch_plugin(env, config.python_executable)

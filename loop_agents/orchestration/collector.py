@@ -1,6 +1,6 @@
 """Collect K rollouts for each task concurrently, with retries and a straggler cut.
 
-The cut follows the reference (reference-ml-loop.md §2.2): collection may stop once a fraction
+The cut follows the reference (docs/reference-ml-loop.md §2.2): collection may stop once a fraction
 `rollouts_fraction` of all rollouts is finished and every task has at least
 max(1, round(K * rollouts_per_task_fraction)) finished rollouts. Two policies:
 - `drop_inflight`: the reference's — in-flight episodes are cancelled and discarded. This biases the

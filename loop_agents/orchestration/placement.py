@@ -1,7 +1,7 @@
 """The resource plan of a run: which process gets which devices, threads and memory.
 
 `plan(cfg)` is pure (no GPUs needed), so every preset can be dry-run on a laptop
-(`run.dry_run=true`) and checked in tests. GPU sharing modes (design.md):
+(`run.dry_run=true`) and checked in tests. GPU sharing modes (docs/design.md):
 - disaggregated: learner GPUs and inference GPUs are disjoint; vLLM takes 0.9 of its GPUs.
 - colocated: both share GPUs; vLLM's gpu_memory_utilization = inference_memory_gb / GPU memory.
 - exclusive: one set of GPUs time-shared; vLLM is stopped while the learner steps.

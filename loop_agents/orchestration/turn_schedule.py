@@ -1,6 +1,6 @@
 """ScalingInter-RL turn budgets: how many agent turns an episode may take at training iteration i.
 
-AgentGym-RL (reference-agentgym-rl.md §3) caps the interaction rounds per episode and raises the cap
+AgentGym-RL (docs/reference-agentgym-rl.md §3) caps the interaction rounds per episode and raises the cap
 in stages ("ScalingInter-RL"): with stage length K and budgets [b_0, b_1, ...], training step s
 (1-based) uses b_stage with stage = min(floor((s - 1) / K), len - 1). Its scheduler keeps a mutable
 counter that is restored on resume one step behind, so a run resumed exactly at a stage boundary

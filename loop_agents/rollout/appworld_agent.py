@@ -1,4 +1,4 @@
-"""ReAct code agent for AppWorld: one Python code cell per turn (reference-ml-loop.md §3).
+"""ReAct code agent for AppWorld: one Python code cell per turn (docs/reference-ml-loop.md §3).
 
 Differences from ml-loop's `MinimalReactAgent`, on purpose (§8 items 9-10):
 - only the first complete ```python (or ```py) block is executed, as the prompt asks, rather than

@@ -1,6 +1,6 @@
 """The AppWorld ReAct prompt: framing, a worked demonstration, key instructions, the task.
 
-Modelled on AppWorld's `react.txt` as used by ml-loop (reference-ml-loop.md §3.1), with its bugs
+Modelled on AppWorld's `react.txt` as used by ml-loop (docs/reference-ml-loop.md §3.1), with its bugs
 fixed (§3.1, §8 item 10): the demo's passwords are a list of dicts and are looked up by account name
 (not a list indexed with "password"), the access token is defined before it is used, no code fence
 is indented, each demo turn writes exactly one code block, and demo observations have the same

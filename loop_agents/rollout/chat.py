@@ -22,7 +22,7 @@ exactly the ids the model was prompted with and sampled; a conversation re-rende
 would not be a prefix-extension of what was sampled):
 - Qwen3, thinking on, observations as `user` messages: the template drops the `<think>…</think>`
   of assistant turns before the last user message; we keep them, since the model saw them when it
-  sampled later turns (ml-loop does the same; reference-ml-loop.md §3.5). With
+  sampled later turns (ml-loop does the same; docs/reference-ml-loop.md §3.5). With
   `observation_role="tool"` the template keeps them too, and the ids are equal.
 - Qwen3, thinking off: the generation prompt carries an empty `<think>\\n\\n</think>\\n\\n` that the
   template omits when it re-renders earlier assistant turns; we keep it (it was in the prompt).

