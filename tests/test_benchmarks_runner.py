@@ -81,9 +81,9 @@ def test_run_records_and_report(tmp_path, trivial_module):
 
     quick = runner.run_one(registry[0], quick=True, results_dir=results)
     assert quick["quick"] is True and quick["ratio"] == 0.5 and quick["passed"] is False
-    history = sorted((results / "history" / "good").glob("*.json"))  # every run kept, the latest canonical
-    assert len(history) == 2 and [json.loads(p.read_text())["ratio"] for p in history] == [0.95, 0.5]
-    assert history[0].name == runner.history_name(good)
+    history = list((results / "history" / "good").glob("*.json"))  # every run kept, the latest canonical
+    assert sorted(json.loads(p.read_text())["ratio"] for p in history) == [0.5, 0.95]
+    assert runner.history_name(good) in {p.name for p in history}  # the commit may move between runs
 
     (results / "unrelated.json").write_text(json.dumps({"device": "H100"}))  # not a runner record: skipped
     (results / "NOTES.md").write_text("Closing note: why `bad` misses.\n")
