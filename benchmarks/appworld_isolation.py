@@ -101,7 +101,9 @@ async def isolated_episode(source: AppWorldTaskSource, task_id: str) -> dict[str
         "reset_s": initialized - began,
         "evaluate_s": evaluated - evaluating,
         "fork_s": timing["fork_s"],
-        "policy_confine_s": timing["policy_confine_s"],  # the policy process's layers (mount view ... seccomp)
+        "policy_confine_s": timing[
+            "policy_confine_s"
+        ],  # the policy process's layers (mount view ... seccomp)
         "policy_init_s": timing["policy_init_s"],  # its remote-API world
         "api_init_s": timing["api_init_s"],  # the API process's world (databases), in parallel
         "evaluate_task_s": evaluation.details["evaluator_timing"]["evaluate_task_s"],
