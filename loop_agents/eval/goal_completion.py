@@ -1,4 +1,4 @@
-"""TGC and SGC from per-task results, overall and per difficulty (reference-ml-loop.md §5.4).
+"""TGC and SGC from per-task results, overall and per difficulty (docs/reference-ml-loop.md §5.4).
 
 TGC (task goal completion)     = #tasks whose tests all passed / #tasks
 SGC (scenario goal completion) = #scenarios all of whose tasks passed / #scenarios

@@ -1,4 +1,4 @@
-"""The results file: one JSON object per evaluation run, appended (reference-ml-loop.md §5.3).
+"""The results file: one JSON object per evaluation run, appended (docs/reference-ml-loop.md §5.3).
 
 The reference appends a text line (date, model, split, experiment, TGC, SGC, TGC_1..3, SGC_1..3) to
 `all_results.txt`; this keeps the same columns as JSON Lines so that nothing has to be scraped back.

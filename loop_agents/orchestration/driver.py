@@ -1,6 +1,6 @@
 """The training loop. Rank 0 drives; every rank learns.
 
-One iteration (synchronous LOOP, reference-ml-loop.md §1.10):
+One iteration (synchronous LOOP, docs/reference-ml-loop.md §1.10):
     tasks      = sampler.sample(tasks_per_iteration)                 # seeded, resumable
     rollouts   = K episodes per task on the current adapter          # Ray rollout worker + vLLM
     advantages = estimator(groups)                                   # e.g. leave-one-out

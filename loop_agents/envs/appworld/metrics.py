@@ -2,7 +2,7 @@
 
 TGC = 100 * mean over tasks of success; SGC = 100 * mean over scenarios of min(success of its
 tasks), i.e. a scenario counts only if every one of its tasks passed (AppWorld `Metric`,
-reference-ml-loop.md §5.4). Per difficulty, both use only the tasks of that difficulty.
+docs/reference-ml-loop.md §5.4). Per difficulty, both use only the tasks of that difficulty.
 """
 
 from __future__ import annotations

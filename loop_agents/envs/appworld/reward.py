@@ -1,4 +1,4 @@
-"""Reward of an AppWorld episode from the engine's unit-test report (reference-ml-loop.md §4.4).
+"""Reward of an AppWorld episode from the engine's unit-test report (docs/reference-ml-loop.md §4.4).
 
 partial: R = passes / num_tests (LOOP's training default, `sparse_reward: false`, penalties 0);
 success: R = 1 if every test passed else 0 (LOOP's evaluation setting).

@@ -1,6 +1,6 @@
 """Dataset split files (`data/datasets/<split>.txt`), task metadata, and split-name syntax.
 
-Split names follow the reference (reference-ml-loop.md §4.6): a file name (`train`), a difficulty
+Split names follow the reference (docs/reference-ml-loop.md §4.6): a file name (`train`), a difficulty
 filter suffix (`train_difficulty_1`, kept only if no such file exists), and joins with `_and_`
 (`train_difficulty_1_and_train_difficulty_2`). Task ids are `<scenario>_<n>`.
 """

@@ -2,7 +2,7 @@
 
 The task's start state is stored in the "changes" format (`dbs/<app>.jsonl` replayed on top of
 `base_dbs`), as the official data does: post-hoc `appworld evaluate` replays saved outputs on the
-base DBs and would score 0 with full-copy task DBs (appworld-offline.md §3).
+base DBs and would score 0 with full-copy task DBs (docs/appworld-offline.md §3).
 """
 
 from __future__ import annotations

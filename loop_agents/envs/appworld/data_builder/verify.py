@@ -1,7 +1,7 @@
 """Checks a built data root with the real engine: every solution passes all tests, a no-op does not.
 
 Runs AppWorld in-process, one world at a time on the main thread (the only safe way in-process,
-appworld-offline.md §5); call it from the AppWorld venv, never from a trainer process.
+docs/appworld-offline.md §5); call it from the AppWorld venv, never from a trainer process.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python -m loop_agents.envs.appworld.demos.play <root> <episodes.json> <out.jsonl>
 
 `episodes.json` is a list of `{"task_id", "kind", "cells"}`; for each, one world is opened (one at a time,
-on the main thread: the only safe way in-process, appworld-offline.md §5), the cells run in order until
+on the main thread: the only safe way in-process, docs/appworld-offline.md §5), the cells run in order until
 the task is completed, and the engine's own evaluator scores the result. Each output line adds
 `outputs` (one per executed cell), `passes`, `num_tests` and `success`.
 """
