@@ -58,10 +58,17 @@ def _warm() -> None:
         _get_app_api_name_to_argument_names(app_name, include_private_apis=False)
 
 
+def _pidfd(pid: int) -> int:
+    try:
+        return os.pidfd_open(pid) if pid > 0 else -1
+    except OSError:
+        return -1  # already gone
+
+
 class Zygote:
     def __init__(self, registrar: socket.socket) -> None:
         self.registrar = registrar
-        self.clients: dict[socket.socket, list[int]] = {}
+        self.clients: dict[socket.socket, list[int]] = {}  # client -> pidfds of its latest policy process
 
     def serve(self) -> None:
         while True:
@@ -111,17 +118,20 @@ class Zygote:
             os.close(fd)
         with os.fdopen(read_end, "rb") as pipe:
             inner = int(pipe.read().decode() or "0")
-        self.clients[client].extend([pid, inner])
+        # a host runs one episode at a time: its earlier episode's processes are the host's to have killed
+        for fd in self.clients[client]:
+            os.close(fd)
+        self.clients[client] = [fd for fd in map(_pidfd, (pid, inner)) if fd >= 0]
         return {"outer": pid, "inner": inner}
 
     def _drop(self, client: socket.socket) -> None:
         """A host went away: its policy processes go too."""
-        for pid in self.clients.pop(client, []):
-            if pid > 0:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        for fd in self.clients.pop(client, []):
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)  # a pidfd never names a recycled pid
+            except ProcessLookupError:
+                pass
+            os.close(fd)
         client.close()
 
 
