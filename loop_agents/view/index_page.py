@@ -7,6 +7,7 @@ from typing import Any
 from loop_agents.view.charts import line_chart
 from loop_agents.view.family import Family, run_family
 from loop_agents.view.html import esc, fmt, page, table
+from loop_agents.view.metric_names import metric_name
 from loop_agents.view.run_dir import EpisodeFile, RunFiles
 
 
@@ -38,7 +39,7 @@ def _charts(files: RunFiles, summaries: dict[str, dict[str, Any]], family: Famil
             for r in files.metrics
             if isinstance(r.get(key), int | float) and "iteration" in r
         ]
-        charts.append(line_chart(key, points))
+        charts.append(line_chart(metric_name(key), points))
     for label, key in family.behaviour_columns[2:]:
         points = [
             (f.iteration, summaries[f.page_name][key])

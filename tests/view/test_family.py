@@ -47,6 +47,7 @@ def test_success_families_show_success_not_goal_completion(run_dir, tmp_path, en
     ]
     assert rollout_headers[-2:] == ["turns", "gen tokens"] and "doc lookups" not in rollout_headers
     assert "TGC" not in charts and "SGC" not in charts and "tgc" not in charts
+    assert "training: mean reward" in charts and "rollout/reward_mean" not in charts  # words, not keys
     row = [td.text() for td in doc.find_all("table")[1].find_all("tr")[1].find_all("td")]
     # alpha_1, alpha_2 succeed, beta_1 (reward 0.5) does not: success 2/3, reward (1 + 1 + 0.5) / 3
     assert row[:6] == ["dev", "2", "3", "1.000", "0.667", "0.833"]
