@@ -80,17 +80,20 @@ def drop_capabilities() -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def apply_rlimits(c: Confinement) -> None:
+def set_rlimits(memory_mb: int, file_size_mb: int, cpu_s: int, open_files: int, tasks: int) -> None:
+    """Address space, file size, CPU seconds (SIGXCPU, SIGKILL 5 s later), open files, tasks (RLIMIT_NPROC,
+    counted per uid: a cap where the uid is not root) and no core dumps; 0 leaves a limit as it is."""
     mb = 1024 * 1024
     for which, soft, hard in (
-        (resource.RLIMIT_AS, c.memory_mb * mb, c.memory_mb * mb),
-        (resource.RLIMIT_FSIZE, c.file_size_mb * mb, c.file_size_mb * mb),
-        (resource.RLIMIT_CPU, c.cpu_s, c.cpu_s + 5),
-        (resource.RLIMIT_NOFILE, c.open_files, c.open_files),
-        (resource.RLIMIT_CORE, 0, 0),
-        (resource.RLIMIT_NPROC, 1, 1),  # counted per uid: a second cap on tasks where the uid is not root
+        (resource.RLIMIT_AS, memory_mb * mb, memory_mb * mb),
+        (resource.RLIMIT_FSIZE, file_size_mb * mb, file_size_mb * mb),
+        (resource.RLIMIT_CPU, cpu_s, cpu_s + 5),
+        (resource.RLIMIT_NOFILE, open_files, open_files),
+        (resource.RLIMIT_NPROC, tasks, tasks),
     ):
-        resource.setrlimit(which, (soft, hard))
+        if soft > 0:
+            resource.setrlimit(which, (soft, hard))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def confine(c: Confinement) -> None:
@@ -100,7 +103,7 @@ def confine(c: Confinement) -> None:
         raise NotSingleThreaded(f"{threads} threads before the sandbox; refusing to run code")
     mount_view.build(c.new_root, c.read_only, c.scratch_mb, c.scratch_inodes, c.scratch)
     drop_capabilities()
-    apply_rlimits(c)
+    set_rlimits(c.memory_mb, c.file_size_mb, c.cpu_s, c.open_files, tasks=1)
     if c.landlock_abi:
         landlock_rules.restrict_self([Path("/")], [Path("/dev/null"), *c.scratch], c.landlock_abi)
     c.report["seccomp_unknown"] = seccomp_allow.load()

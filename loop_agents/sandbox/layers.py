@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import resource
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,16 +159,8 @@ def enter_namespaces(pid: bool) -> None:
 
 
 def apply_rlimits(limits: Limits) -> None:
-    mb = 1024 * 1024
-    for which, soft, hard in (
-        (resource.RLIMIT_AS, limits.memory_mb * mb, limits.memory_mb * mb),
-        (resource.RLIMIT_FSIZE, limits.file_size_mb * mb, limits.file_size_mb * mb),
-        (resource.RLIMIT_CPU, limits.cpu_s, limits.cpu_s + 5),
-        (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
-        (resource.RLIMIT_CORE, 0, 0),
-    ):
-        if soft > 0 or which == resource.RLIMIT_CORE:
-            resource.setrlimit(which, (soft, hard))
+    """The trusted forks' rlimits (0 = leave unlimited); no task cap: the API process's client starts a thread."""
+    confine.set_rlimits(limits.memory_mb, limits.file_size_mb, limits.cpu_s, limits.open_files, tasks=0)
 
 
 def apply_landlock(read: list[Path], write: list[Path]) -> None:
