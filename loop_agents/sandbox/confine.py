@@ -25,6 +25,9 @@ from loop_agents.sandbox import landlock_rules, mount_view, seccomp_allow
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 NAMESPACES = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS
+TRUSTED_FORK_NAMESPACES = (
+    _CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWIPC
+)  # the API process and evaluator: no network
 _PR_CAPBSET_DROP = 24
 _CAP_VERSION_3 = 0x20080522
 
@@ -52,14 +55,13 @@ class Confinement:
     report: dict[str, object] = field(default_factory=dict)
 
 
-def enter_namespaces() -> None:
-    """unshare(2) the namespaces above and map the caller's own uid and gid (no other id exists inside)."""
+def enter_namespaces(flags: int = NAMESPACES) -> None:
+    """unshare(2) the namespaces in `flags` (default: all above) and map the caller's own uid and gid (no other
+    id exists inside)."""
     uid, gid = os.getuid(), os.getgid()
-    if _libc.unshare(NAMESPACES) != 0:
+    if _libc.unshare(flags) != 0:
         error = ctypes.get_errno()
-        raise OSError(
-            error, f"unshare of the user/mount/pid/net/ipc/uts namespaces failed: {os.strerror(error)}"
-        )
+        raise OSError(error, f"unshare of namespaces {flags:#x} failed: {os.strerror(error)}")
     Path("/proc/self/setgroups").write_text("deny")
     Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
     Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")

@@ -40,10 +40,6 @@ HOW_TO_ENABLE = {
     "rlimits": "nothing (POSIX rlimits are always available)",
 }
 
-_CLONE_NEWIPC = 0x08000000
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWPID = 0x20000000
-_CLONE_NEWNET = 0x40000000
 _CLONE_THREAD = 0x00010000
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -147,15 +143,9 @@ def die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
 
 
-def enter_namespaces(pid: bool) -> None:
-    """New user, network and IPC namespaces (and pid for the caller's next child), own uid/gid mapped."""
-    uid, gid = os.getuid(), os.getgid()
-    flags = _CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWIPC | (_CLONE_NEWPID if pid else 0)
-    if _libc.unshare(flags) != 0:
-        raise OSError(ctypes.get_errno(), "unshare failed")
-    Path("/proc/self/setgroups").write_text("deny")
-    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+def enter_namespaces() -> None:
+    """The trusted forks' namespaces: new user, network and IPC, own uid/gid mapped."""
+    confine.enter_namespaces(confine.TRUSTED_FORK_NAMESPACES)
 
 
 def apply_rlimits(limits: Limits) -> None:

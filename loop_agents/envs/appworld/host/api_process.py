@@ -117,7 +117,7 @@ def api_main(apis: socket.socket, admin: socket.socket, request: dict[str, Any],
     out_dir = settings.output_dir(experiment, task_id)
     task_dir = settings.root / "data" / "tasks" / task_id
     if "namespaces" in settings.active:
-        layers.enter_namespaces(pid=False)
+        layers.enter_namespaces()
     layers.reopen_files_read_only([out_dir])
     public = [settings.root / "data" / "base_dbs", settings.root / "data" / "api_docs"]
     sandbox_s = sandbox_self(settings, [*public, task_dir / "specs.json", task_dir / "dbs"], [out_dir.parent])

@@ -32,6 +32,14 @@ class Settings:
         self.limits = layers.Limits(args.memory_mb, args.file_size_mb, args.cpu_s, args.open_files)
         self.scratch_mb = args.scratch_mb
         self.scratch_inodes = args.scratch_inodes
+        # what every policy process's view binds read-only: the interpreter, libraries, the host's own code
+        host = Path(__file__).resolve().parent
+        code = [host, Path(layers.__file__).resolve().parent]
+        self.policy_read_only = [
+            str(p) for p in layers.system_read_paths() + code if not str(p).startswith("/dev/")
+        ]
+        if "namespaces" in active:
+            POLICY_ROOT_MOUNT_POINT.mkdir(exist_ok=True)
         self.max_output_bytes = args.max_output_bytes
         self.grace_s = args.grace_s
         self.evaluate_timeout_s = args.evaluate_timeout_s
@@ -42,19 +50,13 @@ class Settings:
 
     def policy_setup(self, task_id: str, experiment: str) -> dict[str, Any]:
         """What policy process A needs to build B's view and limits (public paths and numbers only)."""
-        host = Path(__file__).resolve().parent
-        code = [host, Path(layers.__file__).resolve().parent]
-        if "namespaces" in self.active:
-            POLICY_ROOT_MOUNT_POINT.mkdir(exist_ok=True)
         return {
             "confine": "namespaces" in self.active,
             "root": str(self.root),
             "task_id": task_id,
             "experiment_name": experiment,
             "new_root": str(POLICY_ROOT_MOUNT_POINT),
-            "system_paths": [
-                str(p) for p in layers.system_read_paths() + code if not str(p).startswith("/dev/")
-            ],
+            "system_paths": self.policy_read_only,
             "landlock_abi": self.landlock_abi,
             "limits": {
                 "scratch_mb": self.scratch_mb,

@@ -36,8 +36,8 @@ class Episode:
         self.cell_timeout_s = float(request.get("timeout_seconds") or 20)
         self.ended: str | None = None
         self.evaluation: dict[str, Any] | None = None
-        self.pidfds: list[int] = []
-        self.inner_pidfd = -1
+        self.api_pidfd = -1
+        self.policy_pidfds: list[int] = []  # A, then B (pid 1 of the policy's namespaces)
         began = now()
         self.cells, cells_policy = socket.socketpair()
         apis_api, apis_policy = socket.socketpair()
@@ -53,7 +53,7 @@ class Episode:
                 traceback.print_exc()
                 sys.stderr.flush()
             os._exit(1)
-        self.pidfds.append(os.pidfd_open(self.api_pid))
+        self.api_pidfd = os.pidfd_open(self.api_pid)
         apis_api.close()
         admin_api.close()
         # the setup waits in the channel: A reads it before it can fork B and name B's pid to the zygote,
@@ -69,10 +69,9 @@ class Episode:
             raise RuntimeError(f"policy process start failed: {reply['error']}")
         for pid in (int(reply["outer"]), int(reply["inner"])):
             try:
-                self.pidfds.append(os.pidfd_open(pid))
+                self.policy_pidfds.append(os.pidfd_open(pid))
             except (ProcessLookupError, OSError):
                 pass  # not started or already gone: the cell channel says why
-        self.inner_pidfd = self.pidfds[-1] if len(self.pidfds) == 3 else -1
         self.fork_s = now() - began
 
     def start(self, timeout_s: float) -> dict[str, Any]:
@@ -129,15 +128,16 @@ class Episode:
         return reply
 
     def _signal_policy(self, signum: int) -> None:
-        if self.inner_pidfd >= 0:
+        """Signals B, if A named it and it was still there."""
+        if len(self.policy_pidfds) == 2:
             try:
-                signal.pidfd_send_signal(self.inner_pidfd, signum)
+                signal.pidfd_send_signal(self.policy_pidfds[1], signum)
             except ProcessLookupError:
                 pass
 
     def kill_policy(self) -> None:
         """SIGKILL A and B (B's pid namespace dies with it)."""
-        for fd in self.pidfds[1:]:
+        for fd in self.policy_pidfds:
             try:
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
             except ProcessLookupError:
@@ -147,14 +147,14 @@ class Episode:
     def kill(self) -> None:
         """SIGKILL every process of the episode and reap the API process."""
         self.kill_policy()
-        if self.pidfds:
+        if self.api_pidfd >= 0:
             try:
-                signal.pidfd_send_signal(self.pidfds[0], signal.SIGKILL)
+                signal.pidfd_send_signal(self.api_pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             os.waitpid(self.api_pid, 0)
-        for fd in self.pidfds:
-            os.close(fd)
-        self.pidfds = []
-        self.inner_pidfd = -1
+        for fd in [self.api_pidfd, *self.policy_pidfds]:
+            if fd >= 0:
+                os.close(fd)
+        self.api_pidfd, self.policy_pidfds = -1, []
         self.admin.close()

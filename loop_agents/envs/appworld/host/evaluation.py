@@ -76,7 +76,7 @@ def _evaluator_main(channel: socket.socket, task_id: str, experiment: str, setti
     out_dir = settings.output_dir(experiment, task_id)
     (out_dir / "evaluation").mkdir(parents=True, exist_ok=True)
     if "namespaces" in settings.active:
-        layers.enter_namespaces(pid=False)
+        layers.enter_namespaces()
     layers.reopen_files_read_only([out_dir / "evaluation"])
     sandbox_s = sandbox_self(settings, [settings.root / "data", out_dir], [out_dir / "evaluation"])
     began = now()
@@ -108,35 +108,16 @@ def score_experiment(
 ) -> dict[str, Any]:
     """AppWorld's `evaluate_tasks` over saved outputs, sandboxed. Tasks whose outputs do not carry a valid host
     signature (provenance.py; named in "unverified", and scored anyway only if `trust_unsigned`) or hold
-    anything but row changes ("tampered") are left out."""
+    anything but row changes ("tampered", checked whether signed or not) are left out."""
     from appworld.environment import AppWorld  # noqa: F401 - imports everything before the sandbox is on
     from appworld.evaluator import evaluate_tasks
 
     outputs = settings.root / "experiments" / "outputs" / experiment
-    key = (
-        provenance.key_path(settings.root).read_bytes()
-        if provenance.key_path(settings.root).is_file()
-        else b""
-    )
-    unverified = {}
-    for task in task_ids:
-        why = (
-            provenance.problem(key, outputs / "tasks" / task, task)
-            if key
-            else (
-                f"{provenance.key_path(settings.root)} is missing: no episode host ever signed outputs under this root"
-            )
-        )
-        if why:
-            unverified[task] = why
+    unverified = provenance.unverified(settings.root, outputs, task_ids)
     if "namespaces" in settings.active:
-        layers.enter_namespaces(pid=False)
+        layers.enter_namespaces()
     sandbox_self(settings, [settings.root / "data"], [outputs])
-    tampered = {
-        t: why
-        for t in task_ids
-        if t not in unverified and (why := _tampered_output(outputs / "tasks" / t / "dbs"))
-    }
+    tampered = {t: why for t in task_ids if (why := _tampered_output(outputs / "tasks" / t / "dbs"))}
     clean = [t for t in task_ids if t not in tampered and (trust_unsigned or t not in unverified)]
     result: dict[str, Any] = {"aggregate": {}, "individual": {}}
     if clean:

@@ -71,3 +71,15 @@ def problem(key: bytes, out_dir: Path, task_id: str) -> str:
     if not hmac.compare_digest(str(recorded), mac):
         return f"{signature} does not match the files beside it: they were changed after the episode or copied in"
     return ""
+
+
+def unverified(root: Path, outputs: Path, task_ids: list[str]) -> dict[str, str]:
+    """task id -> why its folder under `outputs/tasks/` does not verify against `root`'s key (none: every one)."""
+    path = key_path(root)
+    if not path.is_file():
+        return {
+            t: f"{path} is missing: no episode host ever signed outputs under this root" for t in task_ids
+        }
+    key = path.read_bytes()
+    reasons = {t: problem(key, outputs / "tasks" / t, t) for t in task_ids}
+    return {t: why for t, why in reasons.items() if why}
