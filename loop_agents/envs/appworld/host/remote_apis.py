@@ -77,20 +77,19 @@ def _no_op(*_: Any, **__: Any) -> None:
     return None
 
 
+def _admin_targets() -> list[tuple[str, str]]:
+    return [(module, name) for module, names in _ADMIN_CALLS.items() for name in names]
+
+
 def check_targets() -> None:
     """Every AppWorld name this module replaces exists (else: one line naming it, raised as RuntimeError)."""
     import importlib
 
-    for module_name, names in {
-        **_ADMIN_CALLS,
-        "appworld.requester": (*_ADMIN_CALLS["appworld.requester"], "requests"),
-    }.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            if not hasattr(module, name):
-                raise RuntimeError(
-                    f"AppWorld hook target {module_name}.{name} is missing (written for 0.1.3.post1)"
-                )
+    for module_name, name in [*_admin_targets(), ("appworld.requester", "requests")]:
+        if not hasattr(importlib.import_module(module_name), name):
+            raise RuntimeError(
+                f"AppWorld hook target {module_name}.{name} is missing (written for 0.1.3.post1)"
+            )
 
 
 def install(channel: socket.socket) -> None:
@@ -98,8 +97,6 @@ def install(channel: socket.socket) -> None:
     import importlib
 
     check_targets()
-    for module_name, names in _ADMIN_CALLS.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            setattr(module, name, _no_op)
+    for module_name, name in _admin_targets():
+        setattr(importlib.import_module(module_name), name, _no_op)
     importlib.import_module("appworld.requester").requests = ChannelTransport(channel)
