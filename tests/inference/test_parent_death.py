@@ -26,7 +26,7 @@ from tests.inference.conftest import tiny_inference_config
 server = VLLMServer(tiny_inference_config(sys.argv[1], sys.argv[2], enable_lora=False))
 server.start()
 tree = [server.pid, *(p.pid for p in __import__("psutil").Process(server.pid).children(recursive=True))]
-print(json.dumps(tree), flush=True)
+print("TREE " + json.dumps(tree), flush=True)
 time.sleep(3600)
 """
 
@@ -41,9 +41,11 @@ def _start_owner(model_dir: str, tmp_path: Path) -> tuple[subprocess.Popen, list
         text=True,
         env={**os.environ, "PYTHONPATH": str(root)},
     )
-    line = owner.stdout.readline()
-    assert line, f"the owner exited ({owner.wait()}) before its server was ready; see {tmp_path}"
-    tree = json.loads(line)
+    line = ""
+    while not line.startswith("TREE "):  # the server's start-up progress lines come first
+        line = owner.stdout.readline()
+        assert line, f"the owner exited ({owner.wait()}) before its server was ready; see {tmp_path}"
+    tree = json.loads(line.removeprefix("TREE "))
     assert len(tree) >= 2, f"expected api_server and EngineCore, got {tree}"
     return owner, tree
 
