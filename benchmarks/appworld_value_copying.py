@@ -24,15 +24,15 @@ import torch
 def teacher_forced(model_dir: str, root: Path, split: str) -> dict[str, float]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from loop_agents.config.env_options import env_settings
     from loop_agents.config.load import compose
     from loop_agents.envs.appworld.demos.episodes import task_values
     from loop_agents.envs.appworld.demos.scripted import written_value
     from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
-    from loop_agents.orchestration.environments import make_agent
-    from loop_agents.orchestration.literal_weights import literal_token_positions
-    from loop_agents.orchestration.warm_start import demonstration_trajectory
+    from loop_agents.envs.appworld.literal_weights import literal_token_positions
+    from loop_agents.envs.selected import make_agent
+    from loop_agents.envs.settings import env_settings
     from loop_agents.rollout.chat import ChatFormat
+    from loop_agents.rollout.demonstration import demonstration_trajectory
 
     cfg = compose(["experiment=appworld_demo", f"env.options.root={root}", "env.options.demo_noise=0"])
     chat = ChatFormat(AutoTokenizer.from_pretrained(model_dir))

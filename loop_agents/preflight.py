@@ -4,7 +4,7 @@ Each check returns None or one line naming the key, the cause and the fix; `chec
 such line and exits 2 (the supervisor never restarts exit 2). Checked, in this order: `llm.model_path`
 resolves without the network (`tiny`, a local model directory, or the Hugging Face cache; the hub is asked
 once, with a short timeout and no retries, only when HF is not offline); `run.dir` is, or can become, a
-writable directory; the servers the run joins answer (an AgentGym env server's `env.options.url`, a
+writable directory; the servers the run joins answer (the environment server's `env.options.url`, a
 `ray.address` to join).
 The launch's world size is checked in `config/launch.py` on every rank.
 """
@@ -18,6 +18,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from omegaconf import DictConfig
+
+from loop_agents.envs.selected import selected_family
+from loop_agents.envs.settings import env_settings
 
 UNRECOVERABLE = 2
 CONNECT_TIMEOUT_S = 3.0
@@ -112,16 +115,14 @@ def _reachable(host: str, port: int) -> str | None:
 
 def server_problems(cfg: DictConfig) -> str | None:
     """Why an external server the run needs does not answer (AgentGym URL, Ray cluster to join), else None."""
-    from loop_agents.config.env_options import raw_options
-
-    url = raw_options(cfg.env).get("url") if str(cfg.env.name) != "appworld" else None
+    url = selected_family(cfg).endpoint(env_settings(cfg))
     if url:
         parts = urlsplit(str(url))
         port = parts.port or (443 if parts.scheme == "https" else 80)
         reason = _reachable(parts.hostname or "", port)
         if reason is not None:
             return (
-                f"env error: env.options.url={url} is not reachable ({reason}); start the AgentGym env server "
+                f"env error: env.options.url={url} is not reachable ({reason}); start the environment's server "
                 "there or fix env.options.url"
             )
     address = str(cfg.ray.address or "")

@@ -101,11 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     if should_supervise(cfg.run.auto_resume_attempts):
         raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
     sys.excepthook = _with_stop_line(Path(cfg.run.dir))
+    from loop_agents.envs.selected import check_environment
     from loop_agents.failures import exit_code_for
     from loop_agents.jsonl import JsonlError
     from loop_agents.learner.checkpoint import CheckpointError
     from loop_agents.orchestration.driver import run
-    from loop_agents.orchestration.environments import check_environment
     from loop_agents.orchestration.full_sft import CachedModelMismatch
     from loop_agents.orchestration.ray_session import exit_cleanly_on_sigterm, sigterm_exit_code
 

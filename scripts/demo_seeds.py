@@ -90,7 +90,7 @@ def warm_quality(run_dir: Path, threads: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from loop_agents.orchestration.warm_start_quality import optimal_episode_probabilities
+    from loop_agents.envs.bundled.warm_start_quality import optimal_episode_probabilities
     from loop_agents.rollout.chat import ChatFormat
 
     torch.set_num_threads(threads)

@@ -23,9 +23,9 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from loop_agents.config.load import compose_or_exit
+from loop_agents.envs.bundled.warm_start_quality import optimal_episode_probabilities, sampled_dev
 from loop_agents.orchestration.full_sft import CachedModelMismatch
 from loop_agents.orchestration.warm_model import policy_model_path
-from loop_agents.orchestration.warm_start_quality import optimal_episode_probabilities, sampled_dev
 from loop_agents.rollout.chat import ChatFormat
 
 

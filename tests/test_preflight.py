@@ -165,7 +165,7 @@ def test_agentgym_server_that_refuses_connections(tmp_path: Path) -> None:
     done = _train(f"env.options.url={url}", f"run.dir={tmp_path / 'run'}", preset="env=agentgym_http")
     line = _one_line_exit_2(*done)
     assert line == (
-        f"env error: env.options.url={url} is not reachable (Connection refused); start the AgentGym env server "
+        f"env error: env.options.url={url} is not reachable (Connection refused); start the environment's server "
         "there or fix env.options.url"
     )
 

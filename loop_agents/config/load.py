@@ -40,7 +40,7 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
 
 def _env_option(override: str) -> str:
     """`env.options.<key>=v` sets or adds the key (`++`): presets list only some options, and the typed check
-    (config/env_options.py) names a key that is not a setting of the environment."""
+    (envs/settings.py) names a key that is not a setting of the environment."""
     return "++" + override if override.startswith("env.options.") else override
 
 

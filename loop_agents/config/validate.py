@@ -6,9 +6,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from loop_agents.envs.settings import check_env_config
+from loop_agents.errors import ConfigError
 
-class ConfigError(ValueError):
-    """A configuration value is out of range or inconsistent; the message names the key."""
+__all__ = ["ConfigError", "validate"]
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -21,9 +22,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.ratio_level": ("token", "turn", "trajectory"),
     "algorithm.aggregation": ("loop", "grpo", "token_mean", "dr_grpo"),
     "algorithm.lr_schedule": ("constant", "linear", "cosine"),
-    "env.name": ("appworld", "bundled", "babyai", "textcraft", "sciworld", "agentgym_http"),
     "env.reward": ("partial", "success"),
-    "env.prompt": ("full", "compact"),
     "env.turn_schedule.kind": ("fixed", "stepwise"),
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
@@ -120,13 +119,9 @@ def validate(cfg: DictConfig) -> None:
         value = _get(cfg, key)
         if value is not None and value > high:
             raise ConfigError(f"{key}={value} is out of range; it must be <= {high}")
-    if cfg.env.prompt != "full" and cfg.env.name != "appworld":
-        raise ConfigError(
-            f"env.prompt={cfg.env.prompt!r} applies to env=appworld only (env={cfg.env.name!r})"
-        )
     _validate_turn_schedule(cfg)
     _validate_gpu_allocation(cfg)
-    _validate_env_options(cfg)
+    check_env_config(cfg)  # env.name, env.prompt and env.options, as the selected family judges them
     _validate_tiny_model(cfg)
     if cfg.learner.max_seq_len > cfg.llm.max_model_len:
         raise ConfigError(
@@ -138,12 +133,6 @@ def validate(cfg: DictConfig) -> None:
             "rollout.async_one_step_off=true needs algorithm.recompute_old_logprobs=false: the ratio must be taken "
             "against the sampling policy's logprobs"
         )
-
-
-def _validate_env_options(cfg: DictConfig) -> None:
-    from loop_agents.config.env_options import env_settings
-
-    env_settings(cfg)  # raises ConfigError naming env.options.<key>
 
 
 def _validate_tiny_model(cfg: DictConfig) -> None:

@@ -11,7 +11,7 @@ Required (a family without them is refused at start-up, one line naming what is 
 
 Optional (the defaults below are what a plain text environment scored by success wants):
     label, prompts, goal_completion, code_behaviour, settings_defaults, check, prepare, demonstrations,
-    demonstration_weights, warm_start_checks, scenario_of, behaviour_metrics, endpoint, manifest, official_scorer
+    demonstration_weights, warm_start_checks, scenario_of, behaviour_metrics, endpoint, manifest, official
 
 Third-party packages add a family through the entry point group `loop_agents.environments`
 (`docs/environments/add-an-environment.md`, `examples/`).
@@ -86,13 +86,15 @@ class EnvironmentFamily:
         """The URL of a server the family needs already running (checked reachable before start), or None."""
         return None
 
-    def manifest(self, source: Any, experiment_base: str) -> dict[str, Any] | None:
-        """Extra facts an evaluation records about its task source (kept under the family's name), or None."""
-        return None
+    def manifest(self, source: Any) -> dict[str, Any]:
+        """Facts an evaluation records about its task source, under the family's name (with `official`: the
+        `root` that holds `experiments/outputs/<experiment>`)."""
+        return {}
 
-    official_scorer: Any = (
-        None  # a `score_outputs(root, experiments, split, trust_unsigned)` for parse_and_log
-    )
+    # A family whose engine scores named experiments itself (AppWorld's evaluator): an object with
+    # `score(experiment, split, root, python="", trust_unsigned=False)` and `default_root(explicit)`. Evaluations
+    # then name one experiment per run (the task source's `make_env(experiment_name=...)`) and report its scores.
+    official: Any = None
 
 
 def missing_parts(family: Any) -> list[str]:

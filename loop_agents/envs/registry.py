@@ -75,3 +75,11 @@ def family(name: str) -> EnvironmentFamily:
 def _package(point) -> str:
     dist = getattr(point, "dist", None)
     return dist.name if dist is not None else point.value.partition(":")[0]
+
+
+def reports_goal_completion(name: str | None) -> bool:
+    """Whether runs of `name` report TGC and SGC as their headline (False for a name no family answers)."""
+    try:
+        return bool(name) and family(str(name)).goal_completion
+    except ConfigError:
+        return False

@@ -9,10 +9,10 @@ from loop_agents.eval.behaviour import (
 from loop_agents.eval.goal_completion import (
     GoalCompletion,
     TaskResult,
-    appworld_scenario_of,
     goal_completion,
     goal_completion_by_difficulty,
     mean_over_runs,
+    numbered_scenario_of,
     task_results_from_official,
     task_results_from_trajectories,
 )
@@ -23,7 +23,7 @@ __all__ = [
     "TaskResult",
     "TrajectoryBehaviour",
     "append_result",
-    "appworld_scenario_of",
+    "numbered_scenario_of",
     "behaviour_metrics",
     "code_cells",
     "goal_completion",

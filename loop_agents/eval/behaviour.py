@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from loop_agents.rollout.agent import answer_text
 from loop_agents.rollout.trajectory import Trajectory
 
-# Environments where the model writes code against AppWorld's APIs: only there do these counts mean something
-# (in gem hunt or BabyAI every one of them is 0 by construction).
-BEHAVIOUR_ENVS = ("appworld",)
 _CODE_CELL = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
 _API_DOCS_CALL = re.compile(r"\bapis\s*\.\s*api_docs\s*\.\s*(\w+)\s*\(")
 _COMPLETE_TASK = re.compile(r"\bcomplete_task\s*\(")
@@ -54,11 +51,6 @@ class TrajectoryBehaviour:
     tokens: int
     generated_tokens: int
     finish_reason: str
-
-
-def applies_to(env_name: str) -> bool:
-    """Whether the behaviour metrics are reported for episodes of `env_name`."""
-    return env_name in BEHAVIOUR_ENVS
 
 
 def code_cells(message: str) -> list[str]:

@@ -38,8 +38,8 @@ class GoalCompletion:
     num_scenarios: int
 
 
-def appworld_scenario_of(task_id: str) -> str:
-    """AppWorld's scenario id of a task id `<scenario>_<n>` (task variants share the prefix)."""
+def numbered_scenario_of(task_id: str) -> str:
+    """The scenario of a task id `<scenario>_<n>` (task variants share the prefix, as AppWorld names them)."""
     scenario, sep, number = task_id.rpartition("_")
     if not sep or not scenario or not number.isdigit():
         raise ValueError(f"task id {task_id!r} is not of the form <scenario>_<number>")
@@ -90,7 +90,7 @@ def mean_over_runs(runs: Sequence[Mapping[str, GoalCompletion]]) -> dict[str, di
 
 def task_results_from_trajectories(
     trajectories: Iterable[Trajectory],
-    scenario_of: Callable[[str], str] = appworld_scenario_of,
+    scenario_of: Callable[[str], str] = numbered_scenario_of,
     difficulties: Mapping[str, int] | None = None,
 ) -> list[TaskResult]:
     """One TaskResult per trajectory (one run: each task once).
@@ -115,7 +115,7 @@ def task_results_from_trajectories(
 
 
 def task_results_from_official(
-    per_task: Mapping[str, Mapping[str, Any]], scenario_of: Callable[[str], str] = appworld_scenario_of
+    per_task: Mapping[str, Mapping[str, Any]], scenario_of: Callable[[str], str] = numbered_scenario_of
 ) -> list[TaskResult]:
     """TaskResults from AppWorld's official per-task scores: task id -> {"success", "difficulty"}."""
     results = []

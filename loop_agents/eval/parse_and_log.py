@@ -37,7 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loop_agents.envs.registry import family
 from loop_agents.eval.cli_args import UsageError, exit_with, parse_args
+from loop_agents.eval.goal_completion import (
+    goal_completion_by_difficulty,
+    task_results_from_official,
+    task_results_from_trajectories,
+)
 from loop_agents.eval.score_inputs import Inputs, RunSource, remove_linked_root, resolve_inputs
 
 PROG = "parse_and_log"
@@ -54,6 +60,9 @@ KEYS = {
     "trust_unsigned": str,
 }
 WANDB_MODES = ("offline", "online", "disabled")
+# This tool is the AppWorld paper's TGC/SGC script by contract (its `appworld_root=`, `scenarios=appworld`): it scores
+# through that family's object (official evaluator, scenarios, behaviour rows), never by importing its package.
+SCORED_FAMILY = "appworld"
 
 
 # ---------------------------------------------------------------------------------------- scoring
@@ -67,33 +76,21 @@ class RunScore:
 
 def score(inputs: Inputs, appworld_python: str | None = None, trust_unsigned: bool = False) -> list[RunScore]:
     """GoalCompletion per difficulty of every run (AppWorld: official evaluator; else trajectories)."""
-    from loop_agents.eval.behaviour import behaviour_metrics
-    from loop_agents.eval.goal_completion import (
-        appworld_scenario_of,
-        goal_completion_by_difficulty,
-        task_results_from_official,
-        task_results_from_trajectories,
-    )
-
     scores = []
-    if inputs.kind == "appworld":
-        from loop_agents.envs.appworld.config import AppWorldConfig
-        from loop_agents.envs.appworld.official_eval import run_official_evaluation
-        from loop_agents.envs.appworld.splits import split_task_ids
-        from loop_agents.eval.appworld_files import check_task_files
-
-        config = AppWorldConfig(root=str(inputs.appworld_root), python=appworld_python or "")
+    scorer = family(SCORED_FAMILY)
+    if inputs.kind == SCORED_FAMILY:
         for source in inputs.runs:
             began = time.monotonic()
             try:
-                task_ids = split_task_ids(config.root_path, inputs.split)
-                check_task_files(config.root_path, task_ids, source.appworld_experiment)
-                result = run_official_evaluation(
-                    source.appworld_experiment, inputs.split, config, trust_unsigned=trust_unsigned
-                )
+                result = scorer.official.score(
+                    source.appworld_experiment, inputs.split, inputs.appworld_root, appworld_python or "",
+                    trust_unsigned=trust_unsigned,
+                )  # fmt: skip
             except (FileNotFoundError, ValueError) as exc:  # missing outputs, unknown split, corrupted file
                 raise UsageError(str(exc)) from None
-            gc = goal_completion_by_difficulty(task_results_from_official(result.per_task))
+            gc = goal_completion_by_difficulty(
+                task_results_from_official(result.per_task, scorer.scenario_of)
+            )
             extra = {
                 "source": "appworld_official",
                 "appworld_task_goal_completion": result.appworld_aggregate.get("task_goal_completion"),
@@ -105,7 +102,8 @@ def score(inputs: Inputs, appworld_python: str | None = None, trust_unsigned: bo
             }
             scores.append(RunScore(source, gc, extra))
         return scores
-    scenario_of = appworld_scenario_of if inputs.scenarios == "appworld" else (lambda task_id: task_id)
+    grouped = inputs.scenarios == SCORED_FAMILY
+    scenario_of = scorer.scenario_of if grouped else (lambda task_id: task_id)
     for source in inputs.runs:
         results = task_results_from_trajectories(source.trajectories, scenario_of)
         gc = goal_completion_by_difficulty(results)
@@ -115,7 +113,7 @@ def score(inputs: Inputs, appworld_python: str | None = None, trust_unsigned: bo
             "reward_mean": sum(float(t.reward) for t in source.trajectories) / len(source.trajectories),
             "per_task_success": {r.task_id: r.success for r in results},
         }
-        behaviour = behaviour_metrics(source.trajectories) if inputs.scenarios == "appworld" else {}
+        behaviour = scorer.behaviour_metrics(source.trajectories) if grouped else {}
         scores.append(RunScore(source, gc, extra, behaviour))
     return scores
 

@@ -15,8 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-GOAL_COMPLETION_ENVS = ("appworld",)  # environments whose headline numbers are TGC and SGC
-
+from loop_agents.envs.registry import reports_goal_completion
 
 INTERVAL_OF = {"success_rate": "success", "tgc": "success", "sgc": "sgc"}  # TGC is the success rate
 
@@ -32,7 +31,7 @@ def interval(metrics: Mapping[str, Any], metric: str, digits: int = 2, prefix: s
 
 def headline(metrics: Mapping[str, Any], env: str, prefix: str = "eval/") -> str:
     """`success 0.96 [0.92, 0.99]` (or `TGC 0.452 [...] SGC 0.301 [...]` for AppWorld) from one evaluation."""
-    if env in GOAL_COMPLETION_ENVS:
+    if reports_goal_completion(env):
         return (
             f"TGC {_num(metrics.get(prefix + 'tgc'), 3)}{interval(metrics, 'tgc', 3, prefix)} "
             f"SGC {_num(metrics.get(prefix + 'sgc'), 3)}{interval(metrics, 'sgc', 3, prefix)}"
@@ -156,10 +155,10 @@ def evaluate_line(report: Mapping[str, Any]) -> str:
             text += f", pass@{total['k']} {_num(total['pass@k'])}"
     else:
         text = headline(metrics, env) if metrics else "no episodes"
-    if env in GOAL_COMPLETION_ENVS and official:
+    if reports_goal_completion(env) and official:
         aggregate = official["goal_completion"].get("aggregate", {})
         text += f" (official: TGC {_num(aggregate.get('tgc'), 3)} SGC {_num(aggregate.get('sgc'), 3)})"
-    elif env not in GOAL_COMPLETION_ENVS and "eval/reward_mean" in metrics:
+    elif not reports_goal_completion(env) and "eval/reward_mean" in metrics:
         text += f", reward {_num(metrics['eval/reward_mean'])}"
     runs = report.get("runs", 1)
     size = f"{report.get('num_tasks')} tasks" + (f" x {runs} runs" if runs and runs > 1 else "")
@@ -180,7 +179,7 @@ def _interval_headline(summary: Mapping[str, Any], env: str) -> str:
         i = summary[name]
         return f"{_num(i['mean'], digits)} [{_num(i['low'], digits)}, {_num(i['high'], digits)}]"
 
-    if env in GOAL_COMPLETION_ENVS:
+    if reports_goal_completion(env):
         return f"TGC {cell('success', 3)}" + (f" SGC {cell('sgc', 3)}" if "sgc" in summary else "")
     return f"success {cell('success', 2)}"
 
@@ -189,7 +188,7 @@ def compare_line(report: Mapping[str, Any]) -> list[str]:
     """`[compare] A - B on env/split: success +0.05 [-0.02, +0.12] (100 tasks, 300 paired episodes; A 0.62, B 0.57)`,
     then one indented line per difficulty."""
     compare = report["compare"]
-    name = "TGC" if str(report.get("env")) in GOAL_COMPLETION_ENVS else "success"
+    name = "TGC" if reports_goal_completion(str(report.get("env"))) else "success"
     lines = []
     for key, paired in compare.items():
         if not isinstance(paired, Mapping):

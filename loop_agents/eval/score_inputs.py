@@ -14,9 +14,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loop_agents.envs.registry import family
 from loop_agents.eval.cli_args import UsageError
-from loop_agents.eval.evaluate_checkpoint import MANIFEST  # the output dir's manifest evaluate.py writes
 from loop_agents.rollout.trajectory import Trajectory
+
+MANIFEST = "evaluate_manifest.json"  # what scripts/evaluate.py writes into its out dir
 
 
 @dataclass
@@ -42,9 +44,7 @@ class Inputs:
 
 # ---------------------------------------------------------------------------------------- inputs
 def _default_root(explicit: str | None) -> Path:
-    from loop_agents.envs.appworld.config import AppWorldConfig
-
-    return AppWorldConfig(root=explicit or "").root_path
+    return family("appworld").official.default_root(explicit)
 
 
 def _linked_root(data_root: Path, experiment_dir: Path) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loop_agents.envs.registry import reports_goal_completion
 from loop_agents.eval.goal_completion import GoalCompletion, mean_over_runs
 
 
@@ -41,7 +42,7 @@ def goal_completion_table(summary: Mapping[str, Mapping[str, float]]) -> str:
 
 def interval_table(intervals: Mapping[str, Mapping[str, Any]], env: str) -> str:
     """Rows aggregate, difficulty_1..: success (TGC) and SGC with 95 % intervals in percent, avg@k, pass@k, episodes."""
-    first = "TGC" if env == "appworld" else "success"
+    first = "TGC" if reports_goal_completion(env) else "success"
     lines = [f"{'':14}{first + ' [95 %]':>22}{'SGC [95 %]':>22}{'avg@k':>8}{'pass@k':>8}{'k':>3}{'episodes':>10}"
              f"{'missing':>9}"]  # fmt: skip
     for key in sorted(intervals, key=lambda k: (k != "aggregate", k)):

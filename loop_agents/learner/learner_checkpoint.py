@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from loop_agents.learner import checkpoint as ckpt
+import loop_agents.learner.checkpoint as ckpt
 from loop_agents.learner.distributed import full_tensor
 from loop_agents.redaction import redact
 

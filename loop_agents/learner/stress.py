@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import resource
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
 from loop_agents.algorithms.losses.ppo_clip import ppo_clip_losses
 from loop_agents.learner.batching import pack
-
-if TYPE_CHECKING:
-    from loop_agents.learner.trainer import Learner
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -27,7 +24,7 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def stress_test(learner: Learner, seq_len: int | None = None) -> dict[str, float]:
+def stress_test(learner: Any, seq_len: int | None = None) -> dict[str, float]:
     """Run one worst-case forward/backward (collective under FSDP); return peak memory and time."""
     seq_len = seq_len or learner.cfg.max_seq_len
     device = learner.ctx.device

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
 from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
-from loop_agents.orchestration.environments import prepare_environment
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
 from loop_agents.orchestration.run_eta import RunEta
@@ -253,7 +253,7 @@ class Driver:
 
     def _report(self, cluster: Cluster) -> list[str]:
         """After training: the held-out evaluation of start/best/final, then the run's closing summary."""
-        from loop_agents.eval.held_out import evaluate_held_out
+        from loop_agents.orchestration.held_out import evaluate_held_out
         from loop_agents.orchestration.run_report import best_record
 
         cfg, held_out = self.cfg, None
@@ -344,7 +344,7 @@ def _keep_start_adapter(adapter: Path, run_dir: Path) -> None:
     """Copy iteration 0's adapter aside: the held-out evaluation scores it after checkpoint pruning."""
     import shutil
 
-    from loop_agents.eval.held_out import START_ADAPTER
+    from loop_agents.orchestration.held_out import START_ADAPTER
 
     target = run_dir / START_ADAPTER
     shutil.rmtree(target, ignore_errors=True)

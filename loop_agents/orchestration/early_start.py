@@ -23,8 +23,8 @@ def overlap_allowed(cfg: DictConfig) -> bool:
 
 def start_cluster(cfg: DictConfig, model_path: str, run_dir: Path):
     """prepare_environment + Cluster: everything between the model path and the first rollout but the learner."""
+    from loop_agents.envs.selected import prepare_environment
     from loop_agents.orchestration.cluster import Cluster
-    from loop_agents.orchestration.environments import prepare_environment
 
     prepare_environment(cfg)
     return Cluster(cfg, model_path, run_dir)

@@ -13,15 +13,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from loop_agents.orchestration.collector import CollectionStats, collect_groups
-from loop_agents.orchestration.components import episode_config, rollout_metrics
-from loop_agents.orchestration.environments import (
+from loop_agents.envs.selected import (
     close_task_source,
     make_agent,
     make_task_source,
     scenario_function,
     start_task_source,
 )
+from loop_agents.orchestration.collector import CollectionStats, collect_groups
+from loop_agents.orchestration.components import episode_config, rollout_metrics
 from loop_agents.progress_lines import Ticker, watch
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.rollout.trajectory import FinishReason, Trajectory

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
-from loop_agents.orchestration.environments import prepare_environment
 
 
 def full_warm_start(cfg: DictConfig) -> bool:
@@ -81,7 +81,7 @@ def warm_start_demonstrations(cfg: DictConfig, model_path: str):
     """(chat format, demonstrations) of the warm start, full-weight or LoRA."""
     from transformers import AutoTokenizer
 
-    from loop_agents.orchestration.environments import demonstrations
+    from loop_agents.orchestration.demonstrations import demonstrations
     from loop_agents.rollout.runner import chat_format
 
     prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
@@ -92,7 +92,7 @@ def warm_start_demonstrations(cfg: DictConfig, model_path: str):
 def warm_start_inputs(cfg: DictConfig, model_path: str):
     """The full-weight warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
     demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
-    from loop_agents.orchestration.environments import demonstration_weights, warm_start_checks
+    from loop_agents.orchestration.demonstrations import demonstration_weights, warm_start_checks
 
     chat, demos = warm_start_demonstrations(cfg, model_path)
     readiness, stall_probe = warm_start_checks(cfg, chat, {d.task_id for d in demos})

@@ -3,8 +3,8 @@
 AppWorld is scored by goal completion (TGC over tasks, SGC over scenarios) and its agent writes code cells, so its
 pages show TGC/SGC and the code-behaviour columns (multi-cell turns, failed cells, doc lookups, ...). The gem hunt
 and the AgentGym games are scored by success: their pages show success, reward, turns and generated tokens, and
-nothing that only means something for code. Decided once, from `env.name` in the run's config.yaml; a run without
-one (an old or hand-made directory) shows every column.
+nothing that only means something for code. Decided once, from `env.name` in the run's config.yaml and what its family declares
+(`goal_completion`, `code_behaviour`); a run without one (an old or hand-made directory) shows every column.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import yaml
+
+from loop_agents.envs.registry import family
+from loop_agents.errors import ConfigError
 
 GENERAL_COLUMNS = (("turns", "behaviour/turns_mean"), ("gen tokens", "behaviour/generated_tokens_mean"))
 CODE_COLUMNS = (
@@ -23,7 +26,6 @@ CODE_COLUMNS = (
     ("dummy", "behaviour/dummy_per_traj"),
     ("give-up", "behaviour/give_up_rate"),
 )
-AGENTGYM_NAMES = ("babyai", "textcraft", "sciworld", "agentgym_http")
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,20 @@ _COMMON_CHARTS = (
 )  # fmt: skip
 _GOAL_CHARTS = ("eval/tgc", "eval/sgc")
 
-APPWORLD = Family(
-    "AppWorld", True, GENERAL_COLUMNS + CODE_COLUMNS, _COMMON_CHARTS[:4] + _GOAL_CHARTS + _COMMON_CHARTS[4:]
-)
-GEM_HUNT = Family("gem hunt", False, GENERAL_COLUMNS, _COMMON_CHARTS)
-AGENTGYM = Family("AgentGym", False, GENERAL_COLUMNS, _COMMON_CHARTS)
-UNKNOWN = Family("environment not recorded", True, APPWORLD.behaviour_columns, APPWORLD.charted)
+UNKNOWN = Family(
+    "environment not recorded", True, GENERAL_COLUMNS + CODE_COLUMNS,
+    _COMMON_CHARTS[:4] + _GOAL_CHARTS + _COMMON_CHARTS[4:],
+)  # fmt: skip
+
+
+def family_view(name: str) -> Family:
+    """What the viewer shows for the registered family `name` (its label, headline and behaviour columns)."""
+    env = family(name)
+    charted = (
+        _COMMON_CHARTS[:4] + _GOAL_CHARTS + _COMMON_CHARTS[4:] if env.goal_completion else _COMMON_CHARTS
+    )
+    columns = GENERAL_COLUMNS + CODE_COLUMNS if env.code_behaviour else GENERAL_COLUMNS
+    return Family(env.label or env.name, env.goal_completion, columns, charted)
 
 
 def env_name(config_text: str | None) -> str | None:
@@ -65,12 +75,10 @@ def env_name(config_text: str | None) -> str | None:
 
 
 def run_family(config_text: str | None) -> Family:
-    """The family of the run whose config.yaml reads `config_text`."""
+    """The family of the run whose config.yaml reads `config_text` (every column when it names none or one no
+    installed package provides)."""
     name = env_name(config_text)
-    if name == "appworld":
-        return APPWORLD
-    if name == "bundled":
-        return GEM_HUNT
-    if name in AGENTGYM_NAMES:
-        return AGENTGYM
-    return UNKNOWN
+    try:
+        return family_view(name) if name else UNKNOWN
+    except ConfigError:
+        return UNKNOWN

@@ -8,9 +8,9 @@ from typing import Any
 
 from loop_agents.eval.behaviour import behaviour_metrics
 from loop_agents.eval.goal_completion import (
-    appworld_scenario_of,
     goal_completion_by_difficulty,
     mean_over_runs,
+    numbered_scenario_of,
     task_results_from_trajectories,
 )
 from loop_agents.rollout.trajectory import Trajectory
@@ -28,10 +28,10 @@ def scenario_function(task_ids: list[str]):
     """AppWorld's `<scenario>_<n>` grouping when every task id has that form, else one scenario per task."""
     try:
         for task_id in task_ids:
-            appworld_scenario_of(task_id)
+            numbered_scenario_of(task_id)
     except ValueError:
         return lambda task_id: task_id
-    return appworld_scenario_of
+    return numbered_scenario_of
 
 
 def goal_completion_summary(trajectories: list[Trajectory]) -> dict[str, float]:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from loop_agents.eval.evaluate_checkpoint import main, resolve_checkpoint
+from loop_agents.checkpoint_eval.cli import main
+from loop_agents.checkpoint_eval.eval_target import resolve_checkpoint
 from loop_agents.rollout.trajectory import load_trajectories
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_cli_starts_its_own_server_and_a_rerun_plays_nothing(run_dir, capsys):
 def server_url(run_dir, tmp_path_factory):
     """A vLLM server started as the evaluate script would start it (same settings), shared by URL."""
     pytest.importorskip("vllm")
-    from loop_agents.eval.evaluate_checkpoint import load_config
+    from loop_agents.checkpoint_eval.evaluate_checkpoint import load_config
     from loop_agents.inference.actor import InferenceServer
     from loop_agents.orchestration.inference_settings import inference_config
     from loop_agents.orchestration.placement import plan
@@ -273,8 +274,9 @@ def test_checkpoint_resolution(run_dir, tmp_path):
 def test_compare_takes_the_checkpoints_seed_and_its_own_out(run_dir, tmp_path):
     """Another run of the same base model (its tiny_model/ a link to this one's) trained with another seed: the
     compared side samples with the checkpoint's seed, into `<out>_compare`."""
-    from loop_agents.eval.compare import prepare_compare
-    from loop_agents.eval.evaluate_checkpoint import EvalRequest, prepare
+    from loop_agents.checkpoint_eval.compare import prepare_compare
+    from loop_agents.checkpoint_eval.evaluate_checkpoint import prepare
+    from loop_agents.checkpoint_eval.request import EvalRequest
 
     other = tmp_path / "other_run"
     shutil.copytree(run_dir / "checkpoints", other / "checkpoints")

@@ -8,10 +8,10 @@ import pytest
 
 from loop_agents.eval import (
     TaskResult,
-    appworld_scenario_of,
     goal_completion,
     goal_completion_by_difficulty,
     mean_over_runs,
+    numbered_scenario_of,
     task_results_from_official,
     task_results_from_trajectories,
 )
@@ -25,7 +25,7 @@ OUTCOMES = [
 
 
 def results() -> list[TaskResult]:
-    return [TaskResult(t, appworld_scenario_of(t), ok, d) for t, ok, d in OUTCOMES]
+    return [TaskResult(t, numbered_scenario_of(t), ok, d) for t, ok, d in OUTCOMES]
 
 
 def test_aggregate_and_per_difficulty_by_hand():
@@ -52,7 +52,7 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match=r"s1_1.*more than once"):
         goal_completion(results() + [TaskResult("s1_1", "s1", False, 1)])
     with pytest.raises(ValueError, match="not of the form"):
-        appworld_scenario_of("nounderscore")
+        numbered_scenario_of("nounderscore")
 
 
 def test_mean_over_runs():

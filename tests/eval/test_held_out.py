@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loop_agents.eval.held_out import START_ADAPTER, flatten, held_out_tasks, targets
+from loop_agents.orchestration.held_out import START_ADAPTER, flatten, held_out_tasks, targets
 
 
 def test_held_out_tasks_follow_the_selection_without_overlap():

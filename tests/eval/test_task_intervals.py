@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from loop_agents.eval.episode_metrics import evaluation_metrics
-from loop_agents.eval.goal_completion import appworld_scenario_of
+from loop_agents.eval.goal_completion import numbered_scenario_of
 from loop_agents.eval.stats import bootstrap_mean, pass_at_k
 from loop_agents.eval.task_intervals import interval_report, paired_report
 from loop_agents.rollout.trajectory import Trajectory
@@ -29,7 +29,7 @@ LEVELS = {"a_1": 1, "a_2": 1, "b_1": 2}
 
 
 def test_interval_report_per_split_and_difficulty_counts_what_it_has() -> None:
-    report = interval_report(_episodes(TABLE), sorted(TABLE), 3, appworld_scenario_of, LEVELS)
+    report = interval_report(_episodes(TABLE), sorted(TABLE), 3, numbered_scenario_of, LEVELS)
     agg = report["aggregate"]
     assert (agg["tasks"], agg["runs"], agg["episodes"], agg["missing"]) == (3, 3, 8, 1)
     means = [2 / 3, 1 / 2, 1 / 3]  # a_1, a_2 (two runs), b_1
@@ -64,7 +64,7 @@ def test_paired_report_uses_only_the_pairs_both_sides_played() -> None:
 
 
 def test_evaluation_metrics_carry_the_interval_keys() -> None:
-    m = evaluation_metrics(_episodes(TABLE), appworld_scenario_of, LEVELS)
+    m = evaluation_metrics(_episodes(TABLE), numbered_scenario_of, LEVELS)
     assert m["eval/success_low"] <= 0.5 <= m["eval/success_high"]
     assert m["eval/episodes"] == 8 and m["eval/missing"] == 1 and m["eval/k"] == 2
     assert m["eval/difficulty_1/episodes"] == 5 and "eval/difficulty_2/sgc_low" in m

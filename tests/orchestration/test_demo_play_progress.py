@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from loop_agents.orchestration.demo_play_progress import played_counts, played_demos_progress
+from loop_agents.envs.appworld.demo_play_progress import played_counts, played_demos_progress
 
 
 def _folder(root: Path) -> Path:

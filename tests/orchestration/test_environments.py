@@ -9,13 +9,9 @@ from transformers import AutoTokenizer
 
 from loop_agents.config.load import compose
 from loop_agents.config.validate import ConfigError
-from loop_agents.orchestration.environments import (
-    demonstrations,
-    make_agent,
-    make_task_source,
-    scenario_function,
-)
-from loop_agents.rollout.appworld_agent import AppWorldAgent
+from loop_agents.envs.appworld.agent import AppWorldAgent
+from loop_agents.envs.selected import make_agent, make_task_source, scenario_function
+from loop_agents.orchestration.demonstrations import demonstrations
 from loop_agents.rollout.chat import ChatFormat
 from loop_agents.rollout.text_agent import TextActionAgent
 
@@ -52,7 +48,7 @@ def test_agentgym_http_needs_a_url() -> None:
 
 def test_options_reach_the_task_source_typed() -> None:
     """`env.options.<key>=v` needs no `+`; values arrive converted to the settings' types."""
-    from loop_agents.config.env_options import env_settings
+    from loop_agents.envs.settings import env_settings
 
     settings = env_settings(compose(["env=appworld", "env.options.root=/data/appworld", "env.concurrency=3"]))
     assert (settings.root, settings.pool_size, settings.reward) == ("/data/appworld", 3, "partial")
@@ -75,5 +71,5 @@ def test_demonstrations_are_token_exact_with_actions_trainable(tiny_model_dir) -
         for action in actions:
             expected += chat.encode(action) + [chat.turn_end_id]
         assert trained == expected
-    with pytest.raises(ValueError, match="only env=bundled"):
+    with pytest.raises(ValueError, match="does not generate"):
         demonstrations(compose(["env=babyai"]), chat)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loop_agents.eval.episode_metrics import evaluation_metrics
-from loop_agents.eval.goal_completion import appworld_scenario_of
+from loop_agents.eval.goal_completion import numbered_scenario_of
 from loop_agents.rollout.trajectory import Trajectory
 
 
@@ -17,7 +17,7 @@ def test_tgc_sgc_per_run_then_mean_and_per_difficulty() -> None:
     # scenarios a (tasks a_1, a_2, difficulty 1) and b (b_1, difficulty 2); two runs
     run0 = [_traj("a_1", 0, True, 1.0), _traj("a_2", 0, True, 1.0), _traj("b_1", 0, False, 0.5)]
     run1 = [_traj("a_1", 1, True, 1.0), _traj("a_2", 1, False, 0.25), _traj("b_1", 1, True, 1.0)]
-    m = evaluation_metrics(run0 + run1, appworld_scenario_of, {"a_1": 1, "a_2": 1, "b_1": 2})
+    m = evaluation_metrics(run0 + run1, numbered_scenario_of, {"a_1": 1, "a_2": 1, "b_1": 2})
     # run0: TGC 2/3, SGC 1/2 ; run1: TGC 2/3, SGC 1/2 (b passes, a fails)
     assert m["eval/tgc"] == pytest.approx(2 / 3)
     assert m["eval/sgc"] == pytest.approx(0.5)
@@ -33,9 +33,9 @@ def test_tgc_sgc_per_run_then_mean_and_per_difficulty() -> None:
 def test_a_run_missing_an_episode_is_left_out_of_the_means() -> None:
     full = [_traj("a_1", 0, True, 1.0), _traj("a_2", 0, False, 0.0)]
     partial = [_traj("a_1", 1, False, 0.0)]  # a_2 of run 1 was lost
-    m = evaluation_metrics(full + partial, appworld_scenario_of)
+    m = evaluation_metrics(full + partial, numbered_scenario_of)
     assert m["eval/num_runs"] == 1 and m["eval/tgc"] == pytest.approx(0.5)
 
 
 def test_no_episodes_gives_zero_tasks() -> None:
-    assert evaluation_metrics([], appworld_scenario_of) == {"eval/num_tasks": 0.0}
+    assert evaluation_metrics([], numbered_scenario_of) == {"eval/num_tasks": 0.0}

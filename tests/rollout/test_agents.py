@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from loop_agents.envs.appworld.agent import AppWorldAgent, extract_code
+from loop_agents.envs.appworld.prompt import build_messages
 from loop_agents.envs.protocol import ResetResult
-from loop_agents.rollout.appworld_agent import AppWorldAgent, extract_code
-from loop_agents.rollout.appworld_prompt import build_messages
 from loop_agents.rollout.text_agent import TextActionAgent
 
 INFO = {

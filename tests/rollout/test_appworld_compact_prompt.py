@@ -13,12 +13,12 @@ from transformers import AutoTokenizer
 
 from loop_agents.config.load import compose
 from loop_agents.config.validate import ConfigError
+from loop_agents.envs.appworld.agent import AppWorldAgent
+from loop_agents.envs.appworld.compact_prompt import API_SIGNATURES, build_compact_messages
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON
+from loop_agents.envs.appworld.prompt import build_messages
 from loop_agents.envs.protocol import ResetResult
-from loop_agents.orchestration.environments import make_agent
-from loop_agents.rollout.appworld_agent import AppWorldAgent
-from loop_agents.rollout.appworld_compact_prompt import API_SIGNATURES, build_compact_messages
-from loop_agents.rollout.appworld_prompt import build_messages
+from loop_agents.envs.selected import make_agent
 from loop_agents.rollout.chat import ChatFormat
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,9 +50,12 @@ def test_switch_reaches_the_agent_and_full_stays_the_default() -> None:
     [
         (
             ["env=appworld", "env.prompt=short"],
-            "env.prompt='short' is not allowed; choose one of: full, compact",
+            "env.prompt='short' is not a prompt of env='appworld'; choose one of: full, compact",
         ),
-        (["env=bundled", "env.prompt=compact"], "env.prompt='compact' applies to env=appworld only"),
+        (
+            ["env=bundled", "env.prompt=compact"],
+            "env.prompt='compact' is not a prompt of env='bundled'; choose one of: full",
+        ),
     ],
 )
 def test_bad_prompt_is_one_line_naming_the_key(overrides: list[str], message: str) -> None:
@@ -68,7 +71,7 @@ def test_bad_prompt_stops_train_with_one_line() -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "config error: env.prompt='tiny' is not allowed; choose one of: full, compact"
+        "config error: env.prompt='tiny' is not a prompt of env='appworld'; choose one of: full, compact"
     ]
 
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from loop_agents.envs.appworld.agent import AppWorldAgent
 from loop_agents.inference.hf_generator import HFTokenGenerator, _draw
 from loop_agents.inference.protocol import SamplingParams
-from loop_agents.rollout.appworld_agent import AppWorldAgent
 from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.rollout.text_agent import TextActionAgent

@@ -15,9 +15,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from loop_agents.envs.appworld.agent import AppWorldAgent
 from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.protocol import Completion, SamplingParams
-from loop_agents.rollout.appworld_agent import AppWorldAgent
 from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.runner import chat_format, run_episode
 

@@ -9,14 +9,19 @@ from pathlib import Path
 import pytest
 
 from loop_agents.view import build_site
-from loop_agents.view.family import AGENTGYM, APPWORLD, GEM_HUNT, UNKNOWN, run_family
+from loop_agents.view.family import CODE_COLUMNS, UNKNOWN, run_family
 from tests.view.dom import parse
 
 
 def test_family_from_the_config():
-    assert run_family("env:\n  name: appworld\n") is APPWORLD
-    assert run_family("env:\n  name: bundled\n") is GEM_HUNT
-    assert run_family("env: {name: textcraft}\n") is AGENTGYM
+    appworld, gem_hunt, textcraft = (run_family(text) for text in (
+        "env:\n  name: appworld\n", "env:\n  name: bundled\n", "env: {name: textcraft}\n"))  # fmt: skip
+    assert (appworld.name, appworld.goal_completion) == ("AppWorld", True)
+    assert set(CODE_COLUMNS) <= set(appworld.behaviour_columns) and "eval/tgc" in appworld.charted
+    assert (gem_hunt.name, gem_hunt.goal_completion) == ("gem hunt", False)
+    assert (textcraft.name, textcraft.goal_completion) == ("AgentGym", False)
+    assert not set(CODE_COLUMNS) & set(gem_hunt.behaviour_columns + textcraft.behaviour_columns)
+    assert run_family("env: {name: no_such_family}\n") is UNKNOWN
     assert run_family("algorithm:\n  name: loop\n") is UNKNOWN
     assert run_family(None) is UNKNOWN and run_family("env: [unclosed") is UNKNOWN
 

@@ -17,16 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from loop_agents.child_process import die_with_parent
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.redaction import child_environment
-
-if TYPE_CHECKING:
-    from loop_agents.envs.appworld.host_factory import ForkedProcess, HostFactory
 
 
 class ServerError(RuntimeError):
@@ -97,7 +94,7 @@ class AppWorldServer:
         self.port = port
         self.url = f"http://{config.host}:{port}"
         self.log_path = log_dir / f"server_{port}.log"
-        self.process: subprocess.Popen | ForkedProcess | None = None
+        self.process: subprocess.Popen | Any | None  # Any: host_factory.ForkedProcess = None
         self.client = httpx.AsyncClient(base_url=self.url, timeout=config.request_timeout_s)
         self.started_at = 0.0
 
@@ -122,7 +119,7 @@ class AppWorldServer:
         )
         log.close()
 
-    async def fork_from(self, factory: HostFactory) -> None:
+    async def fork_from(self, factory: Any) -> None:
         """Has the warm host factory fork this host (returns once forked; `wait_ready` waits for HTTP)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.started_at = time.monotonic()

@@ -16,7 +16,8 @@ from loop_agents.envs.appworld.demos.noise import NOISE_KINDS, noisy_cells
 from loop_agents.envs.appworld.demos.scripted import SCRIPTS, clean_cells, written_value
 from loop_agents.envs.appworld.demos.warm_start import appworld_demonstrations
 from loop_agents.envs.appworld.splits import available_splits, scenario_of, split_task_ids
-from loop_agents.orchestration.environments import demonstrations, make_agent
+from loop_agents.envs.selected import make_agent
+from loop_agents.orchestration.demonstrations import demonstrations
 from loop_agents.rollout.chat import ChatFormat
 
 PUBLIC = {

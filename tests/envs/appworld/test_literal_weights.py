@@ -10,11 +10,11 @@ from transformers import AutoTokenizer
 from loop_agents.config.load import compose
 from loop_agents.envs.appworld.demos.episodes import scenario_families, task_literals
 from loop_agents.envs.appworld.demos.scripted import script_for
+from loop_agents.envs.appworld.literal_weights import literal_weights
 from loop_agents.envs.appworld.splits import scenario_of
-from loop_agents.orchestration.environments import demonstration_weights, demonstrations
-from loop_agents.orchestration.literal_weights import literal_weights
-from loop_agents.orchestration.warm_start import demonstration_trajectory
+from loop_agents.orchestration.demonstrations import demonstration_weights, demonstrations
 from loop_agents.rollout.chat import ChatFormat
+from loop_agents.rollout.demonstration import demonstration_trajectory
 
 FRIEND, AMOUNT = "'Jonas Lindqvist'", "27.75"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
-from loop_agents.orchestration.warm_start import demonstration_trajectory
+from loop_agents.rollout.demonstration import demonstration_trajectory
 
 
 def test_loss_mask_covers_exactly_the_actions(tiny_model_dir):
@@ -27,7 +27,7 @@ def test_code_weight_falls_on_the_answers_code_symbols_only(tiny_model_dir):
     from omegaconf import OmegaConf
     from transformers import AutoTokenizer
 
-    from loop_agents.orchestration.environments import demonstration_weights
+    from loop_agents.orchestration.demonstrations import demonstration_weights
     from loop_agents.rollout.chat import ChatFormat
 
     chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
@@ -86,8 +86,8 @@ def test_the_stall_probe_calls_an_untrained_model_stalled_and_shares_one_scoring
     from omegaconf import OmegaConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from loop_agents.orchestration import warm_start_quality
-    from loop_agents.orchestration.environments import warm_start_checks
+    from loop_agents.envs.bundled import warm_checks
+    from loop_agents.orchestration.demonstrations import warm_start_checks
     from loop_agents.rollout.chat import ChatFormat
 
     chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
@@ -96,9 +96,9 @@ def test_the_stall_probe_calls_an_untrained_model_stalled_and_shares_one_scoring
          "learner": {"sft_check_episodes": 20, "sft_stall_copy": 0.2}}
     )  # fmt: skip
     scored = []
-    real = warm_start_quality.episode_probabilities
+    real = warm_checks.episode_probabilities
     monkeypatch.setattr(
-        warm_start_quality, "episode_probabilities", lambda *a: scored.append(1) or real(*a)
+        warm_checks, "episode_probabilities", lambda *a: scored.append(1) or real(*a)
     )  # counts the real scoring passes
     readiness, probe = warm_start_checks(cfg, chat, set())
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
@@ -111,5 +111,5 @@ def test_the_stall_probe_calls_an_untrained_model_stalled_and_shares_one_scoring
     assert len(scored) == 2
     cfg.learner.sft_stall_copy = None
     assert warm_start_checks(cfg, chat, set())[1] is None
-    cfg.env.name = "appworld"
+    cfg.env.name = "babyai"  # a family without warm-start checks
     assert warm_start_checks(cfg, chat, set()) == (None, None)

@@ -21,7 +21,7 @@ Splits (ours): seeds 0-2 (items 0-119) test, seeds 3-9 dev, seeds >= 10 train.
 
 from __future__ import annotations
 
-from loop_agents.envs.agentgym.games import babyai_text as text
+import loop_agents.envs.agentgym.games.babyai_text as text
 from loop_agents.envs.agentgym.games.base import GameStep
 
 LEVELS = (

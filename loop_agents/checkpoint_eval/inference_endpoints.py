@@ -9,8 +9,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from loop_agents.checkpoint_eval.eval_target import PROG
 from loop_agents.eval.cli_args import UsageError
-from loop_agents.eval.eval_target import PROG
 from loop_agents.inference.api_key import ENV_NAME as API_KEY_ENV
 from loop_agents.inference.api_key import auth_headers
 

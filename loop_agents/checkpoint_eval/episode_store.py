@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from loop_agents.eval.eval_target import PROG
+from loop_agents.checkpoint_eval.eval_target import PROG
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
 
 FAILED = (FinishReason.ENV_ERROR, FinishReason.INFERENCE_ERROR)  # lost episodes: played again on a rerun

@@ -9,8 +9,8 @@ the task's literals in an assistant cell counts w times in the SFT loss (the los
 
 from __future__ import annotations
 
-from loop_agents.orchestration.warm_start import action_spans
 from loop_agents.rollout.chat import ChatFormat
+from loop_agents.rollout.demonstration import action_spans
 from loop_agents.rollout.trajectory import Trajectory
 
 

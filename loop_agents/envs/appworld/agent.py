@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from loop_agents.envs.appworld.compact_prompt import build_compact_messages
+from loop_agents.envs.appworld.prompt import build_messages, format_output, task_block
 from loop_agents.envs.protocol import ResetResult
 from loop_agents.rollout.agent import ParsedAction, answer_text
-from loop_agents.rollout.appworld_compact_prompt import build_compact_messages
-from loop_agents.rollout.appworld_prompt import build_messages, format_output, task_block
 
 _CODE_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
 

@@ -13,16 +13,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from loop_agents.checkpoint_eval.episode_store import EpisodeStore
+from loop_agents.checkpoint_eval.evaluate_checkpoint import evaluate, prepare
+from loop_agents.checkpoint_eval.inference_endpoints import InferenceEndpoints
+from loop_agents.checkpoint_eval.request import EvalRequest, Prepared
 from loop_agents.eval.cli_args import UsageError
-from loop_agents.eval.episode_store import EpisodeStore
-from loop_agents.eval.inference_endpoints import InferenceEndpoints
 from loop_agents.eval.result_lines import compare_line
 from loop_agents.eval.task_intervals import paired_report
-
-if TYPE_CHECKING:
-    from loop_agents.eval.evaluate_checkpoint import EvalRequest, Prepared
 
 # settings both sides must share for their episodes to be paired
 SAME = ("split", "env", "max_turns", "temperature", "max_context")
@@ -30,8 +29,6 @@ SAME = ("split", "env", "max_turns", "temperature", "max_context")
 
 def prepare_compare(request: EvalRequest, prep: Prepared) -> tuple[EvalRequest, Prepared]:
     """The request and preparation of `compare=`; a UsageError when its episodes could not be paired."""
-    from loop_agents.eval.evaluate_checkpoint import prepare
-
     other = dataclasses.replace(
         request,
         checkpoint=request.compare,
@@ -80,8 +77,6 @@ def evaluate_pair(
     request: EvalRequest, prep: Prepared, other: EvalRequest, other_prep: Prepared
 ) -> list[dict[str, Any]]:
     """Evaluate both on one set of servers, then write the paired difference into the checkpoint's metrics.json."""
-    from loop_agents.eval.evaluate_checkpoint import evaluate
-
     endpoints = InferenceEndpoints(prep.cfg, prep.model_path, request.server_url, prep.out / "logs")
     try:
         report = evaluate(request, prep, endpoints)

@@ -15,8 +15,8 @@ import torch
 
 from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
-from loop_agents.orchestration.warm_start import action_spans
 from loop_agents.rollout.chat import ChatFormat
+from loop_agents.rollout.demonstration import action_spans
 
 
 def code_token_positions(traj, chat: ChatFormat) -> list[int]:
@@ -37,7 +37,7 @@ def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict
 def episode_probabilities(model, chat: ChatFormat, demonstrations: list) -> dict[str, float]:
     """Means over (task_id, messages) clean demonstrations of P(episode), P(opens), P(answer | opens) and
     P(code symbol k), teacher-forced."""
-    from loop_agents.orchestration.warm_start import demonstration_trajectory
+    from loop_agents.rollout.demonstration import demonstration_trajectory
 
     sums = {"p_optimal_dev_episode": 0.0, "p_opens": 0.0, "p_answer": 0.0, "p_code_1": 0.0, "p_code_2": 0.0}
     for task_id, messages in demonstrations:

@@ -38,19 +38,12 @@ import asyncio
 import hashlib
 import json
 import re
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
-from loop_agents.config.validate import ConfigError
-from loop_agents.eval.appworld_outputs import link_appworld_outputs, official_scores
-from loop_agents.eval.cli_args import UsageError, exit_with, parse_args
-from loop_agents.eval.episode_store import FAILED, EpisodeStore
-from loop_agents.eval.eval_target import (
+from loop_agents.checkpoint_eval.episode_store import FAILED, EpisodeStore
+from loop_agents.checkpoint_eval.eval_target import (
     PROG,
     Target,
     adapter_sha256,
@@ -60,65 +53,22 @@ from loop_agents.eval.eval_target import (
     model_path_for,
     resolve_checkpoint,
 )
-from loop_agents.eval.inference_endpoints import InferenceEndpoints
+from loop_agents.checkpoint_eval.inference_endpoints import InferenceEndpoints
+from loop_agents.checkpoint_eval.official_outputs import link_experiment_outputs, official_scores
+from loop_agents.checkpoint_eval.request import MANIFEST_KEYS, EvalRequest, Prepared
+from loop_agents.envs.selected import make_task_source, selected_family
+from loop_agents.eval.cli_args import UsageError
 from loop_agents.eval.result_lines import evaluate_line
+from loop_agents.eval.score_inputs import MANIFEST
 from loop_agents.eval.tables import format_report
 from loop_agents.eval.task_intervals import interval_report
 from loop_agents.learner.manifest import verify_adapter
 from loop_agents.redaction import redacted_yaml
 from loop_agents.rollout.trajectory import Trajectory
 
-KEYS = {
-    "checkpoint": str,
-    "split": str,
-    "runs": int,
-    "server_url": str,
-    "out": str,
-    "max_tasks": int,
-    "max_turns": int,
-    "appworld_experiment": str,
-    "official": bool,
-    "compare": str,
-}
-MANIFEST = "evaluate_manifest.json"
-# settings that must match between the invocations that fill one out/ directory
-MANIFEST_KEYS = ("adapter_sha256", "model_path", "split", "env", "max_turns", "temperature", "max_context")
-
-
-# ---------------------------------------------------------------------------------------- evaluation
-@dataclass
-class EvalRequest:
-    checkpoint: str = "base"
-    split: str | None = None
-    runs: int = 1
-    server_url: str | None = None
-    out: str | None = None
-    max_tasks: int | None = None
-    max_turns: int | None = None
-    appworld_experiment: str | None = None
-    official: bool = True
-    compare: str | None = None
-    overrides: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Prepared:
-    cfg: DictConfig
-    target: Target
-    split: str
-    out: Path
-    model_path: str
-    task_ids: list[str]
-    difficulties: dict[str, int] | None
-    max_turns: int
-    manifest: dict[str, Any]
-    experiments: dict[int, str] | None  # AppWorld: run -> experiment name
-
 
 def prepare(request: EvalRequest) -> Prepared:
     """Everything that can fail fast (checkpoint, config, split, out/ consistency) before any server starts."""
-    from loop_agents.orchestration.environments import make_task_source
-
     if request.runs < 1:
         raise UsageError(f"runs={request.runs} must be >= 1")
     if request.max_tasks is not None and request.max_tasks < 1:
@@ -154,31 +104,33 @@ def prepare(request: EvalRequest) -> Prepared:
         "max_context": int(cfg.learner.max_seq_len),
     }
     experiments = None
-    if cfg.env.name == "appworld":
+    family = selected_family(cfg)
+    key = family.name  # the manifest's section of a family that keeps named experiments (official scoring)
+    if family.official is not None:
         base = request.appworld_experiment or _experiment_base(target, split, out)
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", base):
             raise UsageError(f"appworld_experiment={base!r}: use letters, digits, '_', '-', '.' only")
-        manifest["appworld"] = {"root": str(source.config.root_path), "experiment_base": base}
+        manifest[key] = {**family.manifest(source), "experiment_base": base}
     previous = out / MANIFEST
     if previous.is_file():
         old = json.loads(previous.read_text())
-        for key in MANIFEST_KEYS:
-            if old.get(key) != manifest.get(key):
+        for name in MANIFEST_KEYS:
+            if old.get(name) != manifest.get(name):
                 raise UsageError(
-                    f"out={out} holds an evaluation with {key}={old.get(key)!r}, not {manifest.get(key)!r}; "
+                    f"out={out} holds an evaluation with {name}={old.get(name)!r}, not {manifest.get(name)!r}; "
                     "pass another out= (or delete that directory)"
                 )
-        old_root = old.get("appworld", {}).get("root")
-        if old_root and "appworld" in manifest and old_root != manifest["appworld"]["root"]:
+        old_root = old.get(key, {}).get("root")
+        if old_root and key in manifest and old_root != manifest[key]["root"]:
             raise UsageError(
-                f"out={out} holds AppWorld episodes of root {old_root}, not {manifest['appworld']['root']}"
+                f"out={out} holds {family.label} episodes of root {old_root}, not {manifest[key]['root']}"
             )
-        if "appworld" in old and request.appworld_experiment is None:
-            manifest["appworld"] = old["appworld"]  # keep the experiment names of the first invocation
-    if "appworld" in manifest:
-        base = manifest["appworld"]["experiment_base"]
+        if key in old and request.appworld_experiment is None:
+            manifest[key] = old[key]  # keep the experiment names of the first invocation
+    if family.official is not None and key in manifest:
+        base = manifest[key]["experiment_base"]
         experiments = {r: f"{base}_run{r}" for r in range(request.runs)}
-        manifest["appworld"]["experiments"] = [experiments[r] for r in range(request.runs)]
+        manifest[key]["experiments"] = [experiments[r] for r in range(request.runs)]
     return Prepared(
         cfg, target, split, out, model_path, task_ids, difficulties, max_turns, manifest, experiments
     )
@@ -193,9 +145,9 @@ async def play(
     prep: Prepared, urls: list[str], adapter: str | None, pending: dict[int, list[str]], store: EpisodeStore
 ) -> dict[str, float]:
     """Plays the pending (task, run) pairs; each finished episode is appended to the store at once."""
+    from loop_agents.envs.selected import make_agent
     from loop_agents.orchestration.collector import collect_groups
     from loop_agents.orchestration.components import episode_config
-    from loop_agents.orchestration.environments import make_agent
     from loop_agents.orchestration.rollout_worker import RolloutWorker
     from loop_agents.rollout.runner import run_episode
 
@@ -251,12 +203,11 @@ async def play(
 
 def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], runs: int) -> dict[str, Any]:
     """Success, reward, TGC/SGC (mean ± std over complete runs) and behaviour metrics of the saved episodes."""
-    from loop_agents.eval.behaviour import applies_to, behaviour_metrics
+    from loop_agents.envs.selected import scenario_function
     from loop_agents.eval.episode_metrics import evaluation_metrics
     from loop_agents.eval.goal_completion import goal_completion_by_difficulty, task_results_from_trajectories
     from loop_agents.eval.tables import summarize_runs
     from loop_agents.orchestration.components import rollout_metrics
-    from loop_agents.orchestration.environments import scenario_function
 
     wanted = set(prep.task_ids)
     per_run = {r: [saved[r][t] for t in prep.task_ids if t in saved.get(r, {})] for r in range(runs)}
@@ -277,8 +228,7 @@ def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], run
     def metrics_of(episodes: list[Trajectory]) -> dict[str, float]:
         metrics = rollout_metrics(episodes, prefix="eval")
         metrics.update(evaluation_metrics(episodes, scenario_of, prep.difficulties))
-        if applies_to(str(prep.cfg.env.name)):
-            metrics.update(behaviour_metrics(episodes))
+        metrics.update(selected_family(prep.cfg).behaviour_metrics(episodes))
         return metrics
 
     # Means only over complete runs: a mean over the tasks that happened to finish is not the split's score.
@@ -342,7 +292,7 @@ def evaluate(
             if own:
                 endpoints.close()
         saved = store.load()
-    link_appworld_outputs(prep)
+    link_experiment_outputs(prep)
     scores = compute_metrics(prep, saved, request.runs)
     official = None
     if request.official and scores["complete_runs"]:
@@ -377,34 +327,3 @@ def evaluate(
     print(format_report(report))
     print(evaluate_line(report), flush=True)
     return report
-
-
-def main(argv: list[str] | None = None) -> None:
-    from loop_agents.eval.compare import evaluate_pair, prepare_compare
-
-    try:
-        values, overrides = parse_args(sys.argv[1:] if argv is None else argv, KEYS, __doc__)
-        request = EvalRequest(**values, overrides=overrides)
-        prep = prepare(request)
-        pair = prepare_compare(request, prep) if request.compare is not None else None
-    except (UsageError, ConfigError, ValueError, FileNotFoundError) as exc:
-        # bad arguments, config, checkpoint, split, env options or missing AppWorld data: one line
-        exit_with(PROG, str(exc))
-    try:
-        reports = [evaluate(request, prep)] if pair is None else evaluate_pair(request, prep, *pair)
-    except UsageError as exc:  # server_url problems
-        exit_with(PROG, str(exc))
-    lost = sum(len(tasks) for report in reports for tasks in report["missing"].values())
-    if lost:  # the evaluation is incomplete: not a result to use as is
-        total = sum(report["num_tasks"] * report["runs"] for report in reports)
-        runs = sorted({r for report in reports for r in report["missing"]})
-        print(
-            f"{PROG}: error: {lost} of {total} (task, run) pairs have no episode "
-            f"(runs {runs}; lost after retries); rerun the same command to play them",
-            file=sys.stderr,
-        )
-        raise SystemExit(1)
-
-
-if __name__ == "__main__":
-    main()

@@ -72,9 +72,9 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
     there is nothing to score (evaluation off, no held-out task left, no adapter)."""
     import ray
 
+    from loop_agents.envs.selected import scenario_function
     from loop_agents.eval.episode_metrics import evaluation_metrics
     from loop_agents.orchestration.components import rollout_metrics
-    from loop_agents.orchestration.environments import scenario_function
     from loop_agents.orchestration.run_log import RunLog
 
     limit = cfg.eval.held_out_tasks

@@ -1,0 +1,49 @@
+"""The gem hunt as an environment family: in-process episodes, a noisy scripted demonstrator, and the warm start's
+held-out checks (teacher-forced probability of the solver's exact episode; the copy probe)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loop_agents.envs.bundled.config import BundledEnvConfig
+from loop_agents.envs.bundled.demonstrations import generate_demonstrations
+from loop_agents.envs.bundled.env import BundledTaskSource
+from loop_agents.envs.bundled.warm_checks import code_token_weights, warm_start_checks
+from loop_agents.envs.family import EnvironmentFamily
+from loop_agents.rollout.text_agent import TextActionAgent
+
+
+class GemHuntFamily(EnvironmentFamily):
+    name = "bundled"
+    label = "gem hunt"
+    settings_class = BundledEnvConfig
+
+    def task_source(self, settings: BundledEnvConfig, cfg: Any) -> BundledTaskSource:
+        return BundledTaskSource(settings)
+
+    def agent(self, cfg: Any) -> TextActionAgent:
+        return TextActionAgent()
+
+    def demonstrations(self, cfg: Any, settings: BundledEnvConfig, chat: Any):
+        """The noisy scripted solver's episodes on train tasks (`env.options.demo_count`, `demo_noise`)."""
+        demos = generate_demonstrations(
+            settings.demo_count,
+            settings.demo_noise,
+            seed=settings.demo_seed,
+            split=cfg.env.train_split,
+            spare_moves=settings.spare_moves,
+        )
+        return list(demos)
+
+    def demonstration_weights(self, cfg: Any, settings: BundledEnvConfig, chat: Any, demos):
+        """With `env.options.demo_code_weight` != 1, the code symbols of each demonstration's final `answer <code>`
+        count that many times (copying the gem's code is the skill whose absence stalls a warm start, issue 18)."""
+        if settings.demo_code_weight == 1.0:
+            return None
+        return code_token_weights(demos, chat, float(settings.demo_code_weight))
+
+    def warm_start_checks(self, cfg: Any, settings: BundledEnvConfig, chat: Any, training_task_ids: set[str]):
+        return warm_start_checks(cfg, settings, chat, training_task_ids)
+
+
+FAMILY = GemHuntFamily()
