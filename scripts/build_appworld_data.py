@@ -2,6 +2,13 @@
 
     python scripts/build_appworld_data.py [--root artifacts/appworld] [--seed 0] [--verify]
 
+Splits (scenarios x 3 tasks; `--scenarios` takes these names): the classic `train` (160), `dev` (10), `test_normal`
+(6), `test_challenge` (6), and since issue 39, planned after them so that every classic task keeps its id and bytes:
+`dev_held_out` (10 more dev scenarios, appended to dev.txt with ids "x..." that sort after the classic ones: the
+held-out set `eval.held_out_tasks` reports on), and the hard tier of `experiment=appworld_hard`, families with no
+scripted warm start (data_builder/templates/hard.py): `train_hard` (160), `dev_hard` (10) and `dev_hard_held_out`
+(10, appended to dev_hard.txt, ids "x..."). `--scenarios` sizes every part it names and leaves the others out.
+
 Runs with any Python: when `appworld` is not importable (the main venv), it re-executes itself with
 the AppWorld venv's interpreter (`.venv-appworld/bin/python`, made by scripts/install_appworld.sh),
 because the builder creates the databases with AppWorld's own models (pydantic v1). Deterministic
@@ -38,7 +45,9 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     parser.add_argument(
-        "--scenarios", default="", help="scenarios per split, e.g. train=8,dev=2 (default: the full set)"
+        "--scenarios",
+        default="",
+        help="scenarios per split or part, e.g. train=8,dev=2,dev_hard=5 (default: the full set)",
     )
     parser.add_argument(
         "--verify", action="store_true", help="run every solution and a no-op with the engine"

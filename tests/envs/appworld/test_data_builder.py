@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON, REPO_ROOT
 from loop_agents.envs.appworld.splits import available_splits, split_task_ids, task_difficulty
-from tests.envs.appworld.conftest import build_root
+from tests.envs.appworld.conftest import SMALL_SIZES, build_root
 
 pytestmark = pytest.mark.slow  # builds AppWorld data and runs its engine in the AppWorld venv
 
@@ -67,6 +68,13 @@ def test_deterministic_for_a_seed(appworld_root, tmp_path):
 
 def test_every_solution_passes_and_noop_fails_in_the_engine(appworld_root):
     """Runs each challenge/dev/test task's ground-truth solution and a no-op in the real engine."""
+    ids = [t for s in ("dev", "test_normal", "test_challenge") for t in split_task_ids(appworld_root, s)]
+    ids += split_task_ids(appworld_root, "train")[::3]  # one variant of every train scenario
+    _assert_solutions_pass(appworld_root, ids)
+
+
+def _assert_solutions_pass(root: Path, ids: list[str]) -> None:
+    """Each task's ground-truth solution passes all its tests in the real engine and a no-op does not."""
     code = (
         "import sys, json; from pathlib import Path\n"
         "from loop_agents.envs.appworld.data_builder.verify import check_tasks\n"
@@ -74,10 +82,8 @@ def test_every_solution_passes_and_noop_fails_in_the_engine(appworld_root):
         "print(json.dumps([[c.task_id, c.ok, c.solution_passes, c.solution_tests, c.noop_passes] "
         "for c in check_tasks(root, ids)]))\n"
     )
-    ids = [t for s in ("dev", "test_normal", "test_challenge") for t in split_task_ids(appworld_root, s)]
-    ids += split_task_ids(appworld_root, "train")[::3]  # one variant of every train scenario
     done = subprocess.run(
-        [str(DEFAULT_PYTHON), "-c", code, str(appworld_root), json.dumps(ids)],
+        [str(DEFAULT_PYTHON), "-c", code, str(root), json.dumps(ids)],
         capture_output=True, text=True, timeout=600,
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
@@ -85,3 +91,59 @@ def test_every_solution_passes_and_noop_fails_in_the_engine(appworld_root):
     results = json.loads(done.stdout.strip().splitlines()[-1])
     bad = [r for r in results if not r[1]]
     assert not bad, bad
+
+
+# The extra parts of issue 39 on top of the fixture's classic sizes: dev's held-out scenario, the hard tier.
+EXTRA_SIZES = SMALL_SIZES + ",dev_held_out=1,train_hard=1,dev_hard=5,dev_hard_held_out=1"
+
+
+@pytest.fixture(scope="module")
+def extended_root(tmp_path_factory, appworld_root) -> Path:
+    root = tmp_path_factory.mktemp("appworld_extended")
+    build_root(root, seed=0, sizes=EXTRA_SIZES)
+    return root
+
+
+def test_extra_parts_leave_the_classic_tasks_unchanged(appworld_root, extended_root):
+    """The held-out and hard parts are planned after the classic splits: every classic task keeps its id and
+    bytes, and the held-out dev ids sort after the classic ones (the evaluator's selection stays the same)."""
+    for split in ("train", "test_normal", "test_challenge"):
+        assert split_task_ids(extended_root, split) == split_task_ids(appworld_root, split)
+    classic_dev = split_task_ids(appworld_root, "dev")
+    dev = split_task_ids(extended_root, "dev")
+    assert dev[: len(classic_dev)] == classic_dev and len(dev) == len(classic_dev) + 3
+    assert sorted(dev)[: len(classic_dev)] == sorted(classic_dev)
+    for task_id in [*split_task_ids(appworld_root, "train"), *classic_dev]:
+        for path in sorted((appworld_root / "data" / "tasks" / task_id).rglob("*")):
+            if path.is_file():
+                twin = extended_root / path.relative_to(appworld_root)
+                assert path.read_bytes() == twin.read_bytes(), path
+    hard_dev = split_task_ids(extended_root, "dev_hard")
+    assert len(hard_dev) == 18 and all(t.startswith("x") for t in sorted(hard_dev)[15:])
+    assert not any(t.startswith("x") for t in sorted(hard_dev)[:15])
+
+
+def test_hard_tier_has_every_hard_family_and_no_demonstration(extended_root):
+    from loop_agents.envs.appworld.data_builder.templates.hard import HARD_TEMPLATE_NAMES
+    from loop_agents.envs.appworld.demos.episodes import plan_episodes, scenario_families
+    from loop_agents.envs.appworld.demos.scripted import SCRIPTS
+    from loop_agents.envs.appworld.splits import scenario_of
+
+    families = scenario_families(extended_root)
+    hard_dev = {families[scenario_of(t)] for t in split_task_ids(extended_root, "dev_hard")}
+    assert hard_dev == HARD_TEMPLATE_NAMES and not HARD_TEMPLATE_NAMES & set(SCRIPTS)
+    # the hard preset's train split plays the same scripted episodes as `train`: the same warm start
+    assert plan_episodes(extended_root, "train_and_train_hard", 0, read=True) == plan_episodes(
+        extended_root, "train", 0, read=True
+    )
+
+
+def test_extra_solutions_pass_and_noops_fail_in_the_engine(appworld_root, extended_root):
+    classic = set(split_task_ids(appworld_root, "dev"))
+    ids = [
+        t
+        for s in ("dev", "train_hard", "dev_hard")
+        for t in split_task_ids(extended_root, s)
+        if t not in classic
+    ]
+    _assert_solutions_pass(extended_root, ids)

@@ -20,14 +20,30 @@ from loop_agents.envs.appworld.data_builder.people import draw_people
 from loop_agents.envs.appworld.data_builder.task_writer import write_task
 from loop_agents.envs.appworld.data_builder.templates import ALL_TEMPLATES
 from loop_agents.envs.appworld.data_builder.templates.base import Template
+from loop_agents.envs.appworld.data_builder.templates.hard import HARD_TEMPLATES
 
 VARIANTS_PER_SCENARIO = 3
 # Scenario counts per split; test_challenge draws from held-out template families only. 160 train scenarios (20 per
 # template): with 16, the tiny warm model learned each train scenario's literals by heart and wrote garbage in the
 # second cell of every held-out one (dev TGC 0.00-0.03); with 64 it scored dev TGC 0.07-0.13 but still broke most
 # cells on held-out names; with 160 its cells are coherent and RL raised dev TGC 0.03 -> 0.13 (issue 19).
-DEFAULT_SPLIT_SIZES = {"train": 160, "dev": 10, "test_normal": 6, "test_challenge": 6}
-SPLITS = tuple(DEFAULT_SPLIT_SIZES)
+CLASSIC_SPLIT_SIZES = {"train": 160, "dev": 10, "test_normal": 6, "test_challenge": 6}
+SPLITS = tuple(CLASSIC_SPLIT_SIZES)
+# Parts added after the classic ones (issue 39), planned after them so that every classic task keeps its id and
+# bytes (the recorded `appworld_demo` runs stay reproducible): `<split>_held_out` scenarios are appended to
+# `<split>.txt` with ids that sort after every hex id ("x" + 6 hex digits), so the evaluator's selection (the
+# first `eval.max_tasks` sorted ids) is the split's first part and `eval.held_out_tasks` takes them
+# (eval/held_out.py); `train_hard` / `dev_hard` are the hard tier (templates/hard.py), RL-only families.
+EXTRA_PARTS = {
+    "dev_held_out": ("dev", "normal", True),
+    "train_hard": ("train_hard", "hard", False),
+    "dev_hard": ("dev_hard", "hard", False),
+    "dev_hard_held_out": ("dev_hard", "hard", True),
+}  # part -> (split file, template family, held-out ids)
+EXTRA_SPLIT_SIZES = {"dev_held_out": 10, "train_hard": 160, "dev_hard": 10, "dev_hard_held_out": 10}
+DEFAULT_SPLIT_SIZES = {**CLASSIC_SPLIT_SIZES, **EXTRA_SPLIT_SIZES}
+PARTS = tuple(DEFAULT_SPLIT_SIZES)
+HELD_OUT_PREFIX = "x"  # > every hex digit
 
 
 @dataclass(frozen=True)
@@ -46,8 +62,14 @@ def scenario_id(seed: int, index: int) -> str:
     return hashlib.sha256(f"loop_agents:{seed}:{index}".encode()).hexdigest()[:7]
 
 
+def held_out_scenario_id(seed: int, index: int) -> str:
+    """7 characters that sort after every `scenario_id`: "x" and 6 hex digits."""
+    return HELD_OUT_PREFIX + scenario_id(seed, index)[:6]
+
+
 def plan_scenarios(seed: int, split_sizes: dict[str, int]) -> list[tuple[str, str, Template]]:
-    """(split, scenario id, template) for every scenario, cycling templates within each family."""
+    """(split, scenario id, template) for every scenario, cycling templates within each family; the classic
+    splits first (their plan does not depend on the extra parts), then the extra parts (`EXTRA_PARTS`)."""
     normal = [t for t in ALL_TEMPLATES if not t.challenge]
     challenge = [t for t in ALL_TEMPLATES if t.challenge]
     rng = random.Random(f"plan:{seed}")
@@ -59,6 +81,17 @@ def plan_scenarios(seed: int, split_sizes: dict[str, int]) -> list[tuple[str, st
         for k in range(split_sizes.get(split, 0)):
             plan.append((split, scenario_id(seed, index), order[k % len(order)]))
             index += 1
+    extra_rng = random.Random(f"plan-extra:{seed}")
+    for part, (split, family_name, held_out) in EXTRA_PARTS.items():
+        order = list(normal if family_name == "normal" else HARD_TEMPLATES)
+        extra_rng.shuffle(order)
+        make_id = held_out_scenario_id if held_out else scenario_id
+        for k in range(split_sizes.get(part, 0)):
+            plan.append((split, make_id(seed, index), order[k % len(order)]))
+            index += 1
+    ids = [sid for _, sid, _ in plan]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"scenario ids collide for seed {seed}; choose another seed")
     return plan
 
 
@@ -70,9 +103,9 @@ def build_data_root(root: Path, seed: int = 0, split_sizes: dict[str, int] | Non
     from loop_agents.envs.appworld.data_builder.base import build_base_dbs, write_api_docs
 
     sizes = dict(DEFAULT_SPLIT_SIZES if split_sizes is None else split_sizes)
-    unknown = set(sizes) - set(SPLITS)
+    unknown = set(sizes) - set(PARTS)
     if unknown:
-        raise ValueError(f"unknown splits {sorted(unknown)}; known: {list(SPLITS)}")
+        raise ValueError(f"unknown splits {sorted(unknown)}; known: {list(PARTS)}")
     start = time.monotonic()
     data_dir = root / "data"
     if data_dir.exists():
@@ -83,6 +116,8 @@ def build_data_root(root: Path, seed: int = 0, split_sizes: dict[str, int] | Non
 
     split_task_ids: dict[str, list[str]] = {split: [] for split in SPLITS}
     plan = plan_scenarios(seed, sizes)
+    for split, _, _ in plan:
+        split_task_ids.setdefault(split, [])  # the extra splits get a file only when they have tasks
     for index, (split, scenario, template) in enumerate(plan):
         scenario_rng = random.Random(f"scenario:{seed}:{index}")
         people = draw_people(scenario_rng, 8)
@@ -112,7 +147,14 @@ def build_data_root(root: Path, seed: int = 0, split_sizes: dict[str, int] | Non
         "seed": seed,
         "split_sizes": sizes,
         "scenarios": [
-            {"split": split, "scenario_id": sid, "template": t.name, "difficulty": t.difficulty}
+            {
+                "split": split,
+                "scenario_id": sid,
+                "template": t.name,
+                "difficulty": t.difficulty,
+                "tier": "hard" if t in HARD_TEMPLATES else "easy",
+                "held_out": sid.startswith(HELD_OUT_PREFIX),
+            }
             for split, sid, t in plan
         ],
     }
