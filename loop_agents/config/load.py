@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.config.schema import register_schema
 from loop_agents.config.validate import ConfigError, validate
+from loop_agents.envs.registry import declared, family
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -21,6 +22,7 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
     from hydra.core.global_hydra import GlobalHydra
 
     register_schema()
+    register_plugin_env_groups(overrides or [])
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -36,6 +38,21 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
         raise ConfigError(explain(exc)) from exc
     validate(cfg)
     return cfg
+
+
+def register_plugin_env_groups(overrides: list[str]) -> None:
+    """`env=<name>` of a family a package declares (no `conf/env/<name>.yaml` here): its `env_config` becomes the
+    `env` group option `<name>` in Hydra's ConfigStore, so the override composes like a built-in one."""
+    from hydra.core.config_store import ConfigStore
+
+    for override in overrides:
+        group, _, name = override.partition("=")
+        if group.lstrip("+~") != "env" or not name or (CONF_DIR / "env" / f"{name}.yaml").is_file():
+            continue
+        if name not in declared():
+            continue  # Hydra names the unknown preset and lists the available ones
+        selected = family(name)
+        ConfigStore.instance().store(group="env", name=name, node={**selected.env_config, "name": name})
 
 
 def _env_option(override: str) -> str:

@@ -10,7 +10,7 @@ Required (a family without them is refused at start-up, one line naming what is 
     agent           the run's config -> the `Agent` that turns observations into prompts and replies into actions
 
 Optional (the defaults below are what a plain text environment scored by success wants):
-    label, prompts, goal_completion, code_behaviour, settings_defaults, check, prepare, demonstrations,
+    label, prompts, goal_completion, code_behaviour, env_config, settings_defaults, check, prepare, demonstrations,
     demonstration_weights, warm_start_checks, scenario_of, behaviour_metrics, endpoint, manifest, official
 
 Third-party packages add a family through the entry point group `loop_agents.environments`
@@ -35,6 +35,9 @@ class EnvironmentFamily:
     prompts: tuple[str, ...] = ("full",)  # allowed `env.prompt` values; the first is the default
     goal_completion: bool = False  # headline numbers are TGC over tasks and SGC over scenarios (else success)
     code_behaviour: bool = False  # the agent writes code cells: behaviour rows and viewer columns for code
+    # `env.*` defaults of `env=<name>` for a family without `conf/env/<name>.yaml` (a third-party one): splits,
+    # turn_schedule, observation_max_tokens, reward, concurrency, options (the schema's defaults otherwise)
+    env_config: dict[str, Any] = {}
 
     # -- required -------------------------------------------------------------------------------------------
     def task_source(self, settings: Any, cfg: Any) -> Any:

@@ -1,0 +1,1 @@
+"""Guess-the-number, an example environment family for loop_agents (declared by entry point)."""
