@@ -251,3 +251,65 @@ def test_more_iterations_continue_a_finished_run(tmp_path: Path) -> None:
     assert finished_line(OmegaConf.create({"run": {"dir": str(run), "iterations": 4}})) is None
     (run / "summary.json").unlink()  # killed during the held-out evaluation: not finished
     assert finished_line(OmegaConf.create({"run": {"dir": str(run), "iterations": 3}})) is None
+
+
+def _compose(*overrides: str):
+    from loop_agents.config.load import compose_or_exit
+
+    return compose_or_exit(["experiment=demo", *overrides])
+
+
+@pytest.mark.parametrize(
+    ("argv", "count"),
+    [
+        (["/v/bin/python", "/v/bin/accelerate", "launch", "--cpu", "--num_processes", "2", "-m", "x"], 2),
+        (["/v/bin/python", "/v/bin/accelerate", "launch", "--cpu", "--num-processes=3", "x.py"], 3),
+        (["python", "-m", "accelerate.commands.launch", "--num_processes", "4", "x.py"], 4),
+        (["/v/bin/python", "/v/bin/accelerate", "launch", "--cpu", "x.py", "a=1"], 1),
+        (["accelerate", "launch", "--config_file", "conf/accelerate/fsdp2_4gpu.yaml", "x"], 4),
+        (["/v/bin/python", "-m", "loop_agents.train", "experiment=demo"], None),  # the supervisor's child
+        ([], None),
+    ],
+)
+def test_accelerate_requested_processes(argv: list[str], count: int | None) -> None:
+    from loop_agents.config.launch import accelerate_requested_processes
+
+    assert accelerate_requested_processes(argv) == count
+
+
+def test_accelerate_one_process_launch_unlike_the_request() -> None:
+    """accelerate's simple launcher (--cpu, or no GPU) starts one process whatever --num_processes says."""
+    from loop_agents.config.launch import check_world_size
+    from loop_agents.config.validate import ConfigError
+
+    argv = ["/v/bin/python", "/v/bin/accelerate", "launch", "--cpu", "--num_processes", "2", "-m", "x"]
+    simple = {"ACCELERATE_USE_CPU": "True"}
+    with pytest.raises(ConfigError, match=r"accelerate started 1 process .*torchrun --nproc-per-node 2"):
+        check_world_size(_compose(), simple, argv)
+    with pytest.raises(ConfigError, match=r"single_gpu has 1 learner GPUs \[0\]: launch 1 processes"):
+        check_world_size(_compose("gpu_allocation=single_gpu"), simple, argv)
+    check_world_size(_compose(), simple, [*argv[:4], "--num_processes", "1", "x"])  # what the README runs
+    check_world_size(_compose(), {}, argv)  # not accelerate's simple launcher: torchrun's checks apply
+    check_world_size(_compose(), {**simple, "WORLD_SIZE": "2"}, argv)  # several processes (multi-GPU path)
+
+
+@pytest.mark.slow  # starts accelerate (its start-up imports torch) and the training process
+def test_accelerate_cpu_two_processes_for_one_learner_is_one_line_exit_2(tmp_path: Path) -> None:
+    """`accelerate launch --cpu --num_processes 2` starts one process (issue 40: it trained on one rank without
+    a word). The training process prints one line and exits 2, before Ray or vLLM; accelerate's own exit status
+    is 1 for any failed child (its CalledProcessError names the child's status 2)."""
+    began = time.monotonic()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "accelerate"), "launch", "--cpu", "--num_processes", "2",
+         "-m", "loop_agents.train", "experiment=demo", f"run.dir={tmp_path / 'run'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    ours = [x for x in done.stderr.splitlines() if x.startswith("config error:")]
+    assert ours == [
+        "config error: launched with accelerate launch --cpu --num_processes 2, but accelerate started 1 process (on "
+        "CPU it starts one and sets no WORLD_SIZE); for 2 CPU learner ranks use torchrun --nproc-per-node 2 "
+        "loop_agents/train.py ..., or launch with --num_processes 1"
+    ], done.stderr[-3000:]
+    assert done.returncode != 0 and "returned non-zero exit status 2." in done.stderr
+    assert not (tmp_path / "run").exists()  # nothing started, nothing written
+    assert time.monotonic() - began < 120  # accelerate's and the child's imports on a loaded machine
