@@ -1,0 +1,78 @@
+"""`env=openenv`: LOOP on any OpenEnv environment server (settings.py says what maps to what).
+
+The agent is the generic text-action agent (the system prompt from the reset's `info`, else
+`env.options.system_prompt`). Demonstrations and warm-start checks are borrowed from one of our families when
+`env.options.demonstrations_from` names one (the gem hunt served by `serve_family=bundled` is the gem hunt).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loop_agents.envs.family import EnvironmentFamily
+from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe
+from loop_agents.envs.openenv.settings import OpenEnvSettings
+from loop_agents.errors import ConfigError
+from loop_agents.rollout.text_agent import DEFAULT_SYSTEM_PROMPT, TextActionAgent
+
+
+class OpenEnvFamily(EnvironmentFamily):
+    name = "openenv"
+    label = "OpenEnv"
+    settings_class = OpenEnvSettings
+
+    def task_source(self, settings: OpenEnvSettings, cfg: Any) -> OpenEnvTaskSource:
+        return OpenEnvTaskSource(settings)
+
+    def agent(self, cfg: Any) -> TextActionAgent:
+        from loop_agents.envs.settings import env_settings
+
+        prompt = env_settings(cfg).system_prompt
+        return TextActionAgent(system_prompt=prompt or DEFAULT_SYSTEM_PROMPT)
+
+    def check(self, cfg: Any, settings: OpenEnvSettings) -> None:
+        """A running server (`url`) answers with a schema that fits; a family to serve or borrow from exists."""
+        from loop_agents.envs.registry import family_names
+
+        for key in ("serve_family", "demonstrations_from"):
+            value = getattr(settings, key)
+            if value and (value == self.name or value not in family_names()):
+                raise ConfigError(f"env.options.{key}={value!r} is not one of our families; choose one of: "
+                                  f"{', '.join(n for n in family_names() if n != self.name)}")  # fmt: skip
+        if settings.url:
+            probe(settings.url.rstrip("/"), settings)
+        if settings.demonstrations_from:
+            self._lender(settings)
+
+    def endpoint(self, settings: OpenEnvSettings) -> str | None:
+        return settings.url
+
+    def _lender(self, settings: OpenEnvSettings) -> tuple[EnvironmentFamily, Any]:
+        """The family whose demonstrations stand for the served environment's, and its typed settings."""
+        from loop_agents.envs.registry import family
+        from loop_agents.envs.settings import typed
+
+        lender = family(str(settings.demonstrations_from))
+        options = dict(settings.demonstration_options)
+        return lender, typed(lender.settings_class, options, lender.name)
+
+    def demonstrations(self, cfg: Any, settings: OpenEnvSettings, chat: Any):
+        if not settings.demonstrations_from:
+            return None
+        lender, lent = self._lender(settings)
+        return lender.demonstrations(cfg, lent, chat)
+
+    def demonstration_weights(self, cfg: Any, settings: OpenEnvSettings, chat: Any, demos):
+        if not settings.demonstrations_from:
+            return None
+        lender, lent = self._lender(settings)
+        return lender.demonstration_weights(cfg, lent, chat, demos)
+
+    def warm_start_checks(self, cfg: Any, settings: OpenEnvSettings, chat: Any, training_task_ids: set[str]):
+        if not settings.demonstrations_from:
+            return None, None
+        lender, lent = self._lender(settings)
+        return lender.warm_start_checks(cfg, lent, chat, training_task_ids)
+
+
+FAMILY = OpenEnvFamily()

@@ -1,0 +1,104 @@
+"""An OpenEnv server started here on 127.0.0.1: one of our families (`serve_family`) or any app (`app`).
+
+The process runs in its own session (its children stop with it) and dies with its parent. `start()` blocks until
+`GET /health` answers; the URL of a family server comes from its `[openenv] serving ... on <url>` line (it binds a
+free port itself, so no port can be taken between choosing and binding).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import httpx
+
+from loop_agents.child_process import die_with_parent
+from loop_agents.envs.agentgym.launcher import free_port
+from loop_agents.envs.openenv.settings import OpenEnvSettings
+from loop_agents.redaction import child_environment
+
+SERVING = re.compile(r"\[openenv\] serving \S+ on (http://127\.0\.0\.1:\d+)")
+
+
+class OpenEnvServerProcess:
+    """One local OpenEnv server process; `start()` again after it died starts a new one (a new port)."""
+
+    def __init__(self, settings: OpenEnvSettings) -> None:
+        self.settings = settings
+        self.process: subprocess.Popen | None = None
+        self.url: str | None = None
+        self.starts = 0
+        self._log = tempfile.TemporaryFile()
+
+    @property
+    def what(self) -> str:
+        s = self.settings
+        return f"OpenEnv server of family {s.serve_family}" if s.serve_family else f"OpenEnv app {s.app}"
+
+    def command(self) -> tuple[list[str], str | None]:
+        """The command line, and the URL when it is known before start (an app on a port chosen here)."""
+        s = self.settings
+        if s.serve_family:
+            cmd = [sys.executable, "-m", "loop_agents.envs.openenv", "serve", s.serve_family, "--port", "0",
+                   "--max-sessions", str(s.max_sessions), *s.serve_overrides]  # fmt: skip
+            return cmd, None
+        port = free_port()
+        cmd = [sys.executable, "-m", "uvicorn", str(s.app), "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning", "--ws-max-size", str(64 * 1024 * 1024)]  # fmt: skip
+        return cmd, f"http://127.0.0.1:{port}"
+
+    def start(self) -> str:
+        """Launch and block until the server answers `GET /health`; returns its base URL."""
+        self.stop()
+        cmd, self.url = self.command()
+        self._log.seek(0)
+        self._log.truncate()
+        self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+                                        preexec_fn=die_with_parent,
+                                        env=child_environment({"PYTHONUNBUFFERED": "1"}))  # fmt: skip
+        self.starts += 1
+        deadline = time.monotonic() + self.settings.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.what} exited with code {self.process.returncode} during start-up: "
+                                   f"{self.log_tail(600)!r}")  # fmt: skip
+            if self.url is None:
+                found = SERVING.search(self.log_tail(100_000))
+                self.url = found.group(1) if found else None
+            if self.url is not None:
+                try:
+                    if httpx.get(f"{self.url}/health", timeout=2.0).status_code == 200:
+                        return self.url
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.2)
+        tail = self.log_tail(600)
+        self.stop()
+        raise TimeoutError(f"{self.what} not ready after {self.settings.start_timeout_s} s: {tail!r}")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-chars:]
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group (a test of the restart uses it)."""
+        if self.alive():
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        if not self.alive():
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
