@@ -8,23 +8,58 @@ so the same text reads well on a terminal and in a file:
     [vLLM] starting, 20 s: loading the model weights
 
 `Ticker` counts work with a known total (rate and ETA); `Heartbeat` says that something without a count is
-still going (elapsed time and, when it can tell, what it is doing).
+still going (elapsed time and, when it can tell, what it is doing). `plain_output_off_a_terminal` turns the
+libraries' redrawn bars (Hugging Face, tqdm) and colours off where the output is a file or a pipe: there they
+would write '\r'-separated redraws and escape codes into the log; on a terminal they stay live.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import IO, TypeVar
 
 T = TypeVar("T")
 
 EVERY_S = 10.0  # the most often one activity prints a line
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+
+
+# What turns the bars and colours off, for this process and every process it starts (Ray workers, vLLM):
+# huggingface_hub's and transformers' bars (read when they are imported), tqdm's default for bars that do not
+# set `disable` themselves, and the NO_COLOR convention (vLLM, rich, and others honour it).
+PLAIN_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1", "NO_COLOR": "1"}
+
+
+def plain_output_off_a_terminal(stream: IO[str] | None = None, environ: dict[str, str] | None = None) -> bool:
+    """Where `stream` (stdout by default) is not a terminal, set `PLAIN_ENV` (a value already set wins) and
+    turn off the bars of huggingface_hub and transformers if they are already imported. True if it did."""
+    stream = sys.stdout if stream is None else stream
+    environ = os.environ if environ is None else environ
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream: no terminal to draw on
+        terminal = False
+    if terminal:
+        return False
+    for key, value in PLAIN_ENV.items():
+        environ.setdefault(key, value)
+    if environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1":
+        if "huggingface_hub" in sys.modules:
+            from huggingface_hub.utils import disable_progress_bars
+
+            disable_progress_bars()
+        if "transformers" in sys.modules:
+            from transformers.utils.logging import disable_progress_bar
+
+            disable_progress_bar()
+    return True
 
 
 def strip_ansi(text: str) -> str:

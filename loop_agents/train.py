@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import sys
 
+from loop_agents.progress_lines import plain_output_off_a_terminal
+
 
 def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
     """Split argv into Hydra overrides and an optional `--cfg job|all` request."""
@@ -56,6 +58,7 @@ def _with_stop_line(run_dir):
 
 
 def main(argv: list[str] | None = None) -> None:
+    plain_output_off_a_terminal()  # a log file gets plain lines: no bars' '\r' redraws, no colour codes
     from loop_agents.config.load import compose_or_exit
 
     overrides, show = parse_cli(sys.argv[1:] if argv is None else argv)

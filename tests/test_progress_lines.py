@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import io
+import os
 import subprocess
 import sys
 import time
 
+import pytest
+
 from loop_agents.progress_lines import (
+    PLAIN_ENV,
     Heartbeat,
     Ticker,
     eta_seconds,
     format_duration,
     format_rate,
+    plain_output_off_a_terminal,
     progress_text,
     strip_ansi,
 )
@@ -104,3 +110,44 @@ def test_lines_written_to_a_file_hold_no_ansi(tmp_path):
     text = log.read_text()
     assert "[warm start epoch 1] 3/3 steps (100 %)" in text and "[vLLM] starting" in text
     assert "\x1b" not in text
+
+
+_SAVE_AND_LOAD = (
+    "import sys\n"
+    "from loop_agents.progress_lines import plain_output_off_a_terminal\n"
+    "if sys.argv[2] == 'plain': plain_output_off_a_terminal()\n"
+    "from transformers import AutoModelForCausalLM\n"
+    "from loop_agents.tiny_model import build_tiny_model\n"
+    "AutoModelForCausalLM.from_pretrained(build_tiny_model(sys.argv[1]))\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["plain", "library default"])
+def test_model_save_and_load_into_a_file_hold_no_bars(tmp_path, mode):
+    """A real process saving and loading a model (transformers' 'Writing model shards' and 'Loading weights'
+    bars) with its output in a file: plain lines only once `plain_output_off_a_terminal` ran, as the trainer does
+    first (issue 40: the logs held '\\r'-separated bar redraws). Without it the bars are there: the check can fail."""
+    log = tmp_path / "run.log"
+    env = {k: v for k, v in os.environ.items() if k not in PLAIN_ENV}
+    with log.open("w") as out:
+        subprocess.run(
+            [sys.executable, "-c", _SAVE_AND_LOAD, str(tmp_path / "model"), mode.split()[0]],
+            stdout=out, stderr=subprocess.STDOUT, env=env, check=True, timeout=300,
+        )  # fmt: skip
+    text = log.read_bytes().decode()  # read_text() would turn each '\r' into '\n'
+    if mode == "plain":
+        assert "\r" not in text and "\x1b" not in text, repr(text[-2000:])
+    else:
+        assert "\rLoading weights" in text
+
+
+def test_plain_output_leaves_a_terminal_and_the_callers_settings_alone():
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    environ: dict[str, str] = {}
+    assert plain_output_off_a_terminal(Terminal(), environ) is False and environ == {}
+    environ = {"TQDM_DISABLE": "0"}
+    assert plain_output_off_a_terminal(io.StringIO(), environ) is True
+    assert environ == {**PLAIN_ENV, "TQDM_DISABLE": "0"}

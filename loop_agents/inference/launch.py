@@ -80,6 +80,7 @@ def server_command(config: InferenceConfig, port: int) -> list[str]:
         "warning",
     ]
     cmd.append("--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching")
+    cmd.append("--no-use-tqdm-on-load")  # its log is a file: no redrawn bar (loop_agents/inference/plain_log.py)
     if config.enable_lora:
         cmd += [
             "--enable-lora",

@@ -23,6 +23,7 @@ from loop_agents.child_process import (
 )
 from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.errors import InferenceServerError
+from loop_agents.inference.plain_log import plain_log_environment
 from loop_agents.inference.startup_stage import log_stage
 from loop_agents.progress_lines import Heartbeat
 
@@ -35,6 +36,7 @@ class ServerProcess:
         self.log_path = log_path
         self.tree_record = log_path.with_suffix(".pids")
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = plain_log_environment(env, log_path)  # a file: no bars' redraws, no '\r', no colour codes
         leftovers = reap_recorded_tree(self.tree_record)
         with open(log_path, "ab") as log:
             if leftovers:

@@ -24,6 +24,7 @@ from torch import nn
 from loop_agents.learner.config import LearnerConfig
 from loop_agents.learner.logprobs import chunked_token_logprobs, chunked_token_logprobs_and_entropy
 from loop_agents.learner.prefix_sharing import shared_prefix_hidden
+from loop_agents.progress_lines import Heartbeat
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -143,7 +144,8 @@ def load_policy(cfg: LearnerConfig, device: torch.device) -> PolicyModel:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=TORCH_DTYPES[cfg.dtype])
+    with Heartbeat("learner", f"loading {cfg.model_path}"):  # a line every 10 s while a large model loads
+        base = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=TORCH_DTYPES[cfg.dtype])
     base.config.use_cache = False
     torch.manual_seed(cfg.seed)
     lora = LoraConfig(
