@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.config.validate import ConfigError
 
@@ -57,8 +57,6 @@ def accelerate_requested_processes(argv: Sequence[str]) -> int | None:
     options = argv[starts[0] :]
     count = _option(options, _NUM_PROCESSES)
     if count is None and (config_file := _option(options, _CONFIG_FILE)) is not None:
-        from omegaconf import OmegaConf
-
         try:
             count = str(OmegaConf.load(config_file).get("num_processes", 1))
         except (OSError, ValueError):
