@@ -2,14 +2,15 @@
 
     python scripts/demo_seeds.py run --seeds 0 1 2 3 4 --threads 1 2        # one run after the other
     python scripts/demo_seeds.py run --seeds 0 --threads 2 -- run.iterations=9   # extra Hydra overrides
-    python scripts/demo_seeds.py report [--readme]    # print the table; --readme rewrites the README's block
+    python scripts/demo_seeds.py report [--readme]    # print the table; --readme rewrites docs/log/demo.md's block
 
 Each (seed, threads) run is `python -m loop_agents.train experiment=demo run.seed=S
 gpu_allocation.cpu_learner_threads=T run.dir=<runs-dir>/s<S>_t<T>` (T torch threads for the warm start and the
 learner), timed from start to exit. Afterwards the warm model's quality is measured without vLLM
 (`warm_start_quality`: P(optimal dev episode) and its factors), and the run's held-out dev success at every
 evaluation is read from `metrics.jsonl`. Every run is kept in the JSON (`--out`), failures included; a finished
-(seed, threads) pair is not rerun unless `--rerun`. The README's demo table is generated from that file.
+(seed, threads) pair is not rerun unless `--rerun`. The demo table of docs/log/demo.md (the robustness runs) is
+generated from that file.
 
 Under the per-run table, `report` aggregates the evaluated runs as the RL literature asks (rliable: Agarwal et al.,
 NeurIPS 2021; `loop_agents/eval/stats.py`): the interquartile mean of the gain and of the final dev success with
@@ -341,7 +342,7 @@ def _warm_time(r: dict) -> str:
     return ", ".join(parts) + "; "
 
 
-def write_readme(table: str, readme: Path = ROOT / "README.md") -> None:
+def write_readme(table: str, readme: Path = ROOT / "docs" / "log" / "demo.md") -> None:
     text = readme.read_text()
     if README_BEGIN not in text or README_END not in text:
         raise SystemExit(f"{readme} has no {README_BEGIN} ... {README_END} block to replace")
@@ -359,7 +360,9 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "demo_seeds")
     run.add_argument("--rerun", action="store_true", help="run pairs that already have a result again")
     report = sub.add_parser("report", help="print the table of every recorded run")
-    report.add_argument("--readme", action="store_true", help="also rewrite the README's demo_seeds block")
+    report.add_argument(
+        "--readme", action="store_true", help="also rewrite the demo_seeds block of docs/log/demo.md"
+    )
     report.add_argument(
         "--since", help="also summarise the runs of this commit and later (the current preset)"
     )
