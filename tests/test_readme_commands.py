@@ -116,7 +116,7 @@ def test_accelerate_with_the_wrong_number_of_processes_stops_with_one_line():
 
 @pytest.mark.slow  # builds the tiny model and runs SFT (~1 minute on 2 busy cores)
 def test_sft_warm_start_script(tmp_path):
-    """`python scripts/sft_warm_start.py experiment=demo run.dir=DIR --eval-tasks N` (README, Scripts), shortened:
+    """`python scripts/sft_warm_start.py experiment=demo run.dir=DIR --eval-tasks N` (docs/getting-started.md, Scripts), shortened:
     16 demonstrations, 1 epoch, 2 sampled dev episodes; the warm model it writes is what a run in DIR reuses."""
     done = _run([sys.executable, "scripts/sft_warm_start.py", "experiment=demo", f"run.dir={tmp_path}",
                  "env.options.demo_count=16", "learner.sft_epochs=1", "--eval-tasks", "2", "--p-optimal", "2"])  # fmt: skip

@@ -1,5 +1,5 @@
 """A shortened `experiment=appworld_demo` (6 iterations, dev scored at 0, 3 and 6) on the real engine: the learner
-steps and the held-out dev reward moves (issue 19). The full preset's curves over 3 seeds are in the README.
+steps and the held-out dev reward moves (issue 19). The full preset's curves over 3 seeds are in docs/log/appworld-cpu.md.
 
 The warm model comes from `artifacts/warm_models` (shared with debug); the first run on a machine builds the data,
 plays 1,920 scripted episodes and trains it (~12 min on 2 idle cores), then the run takes ~8 min."""

@@ -10,7 +10,7 @@ worker, inference actor, the vLLM server's two processes) land while the vLLM se
 iteration; the others land as soon as the iteration begins. Two runs cover eight victims (each start-up costs
 minutes on a 2-core CI machine): one whose faults are all recovered inside the training process, one whose
 faults reach the process or the Ray head. Each kill prints the seconds from the kill to the end of the killed
-iteration (`-s` shows them; the README's reliability table quotes them).
+iteration (`-s` shows them; the fault matrix table of docs/fault-tolerance.md quotes them).
 """
 
 from __future__ import annotations

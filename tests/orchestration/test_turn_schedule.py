@@ -13,7 +13,7 @@ from loop_agents.orchestration.turn_schedule import (
 
 
 class ReferenceStepRoundsScheduler:
-    """AgentGym-RL's StepRoundsScheduler as reference-agentgym-rl.md §3 describes it (the buggy one)."""
+    """AgentGym-RL's StepRoundsScheduler as docs/reference-agentgym-rl.md §3 describes it (the buggy one)."""
 
     def __init__(self, k: int, rounds: list[int]):
         self.k, self.rounds, self.stage, self.counter = k, rounds, 0, 1
