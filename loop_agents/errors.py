@@ -5,3 +5,11 @@ from __future__ import annotations
 
 class ConfigError(ValueError):
     """A configuration value is out of range or inconsistent; the message names the key."""
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written (full disk, unwritable directory) or read (corrupted, other model)."""
+
+
+class CachedModelMismatch(ValueError):
+    """A model cached in the run directory (tiny base or warm start) was built by another preset or settings."""

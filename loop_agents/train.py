@@ -18,9 +18,25 @@ from the same checkpoint.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from pathlib import Path
 
+from loop_agents.config.launch import ACCELERATE_SIMPLE_LAUNCH, check_world_size, launched_rank
+from loop_agents.config.load import compose_or_exit
+from loop_agents.config.validate import ConfigError
+from loop_agents.envs.selected import check_environment
+from loop_agents.errors import CachedModelMismatch, CheckpointError
+from loop_agents.failures import exit_code_for
+from loop_agents.finished_run import finished_line
+from loop_agents.jsonl import JsonlError
+from loop_agents.orchestration.placement import plan
+from loop_agents.orchestration.ray_session import exit_cleanly_on_sigterm, sigterm_exit_code
+from loop_agents.preflight import check_or_exit
 from loop_agents.progress_lines import plain_output_off_a_terminal
+from loop_agents.redaction import redacted_yaml
+from loop_agents.supervisor import SUPERVISED_ENV, resume_point, should_supervise, supervise, train_command
 
 
 def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
@@ -43,8 +59,6 @@ def parse_cli(argv: list[str]) -> tuple[list[str], str | None]:
 def _with_stop_line(run_dir):
     """An excepthook that prints the traceback, then the run's exit line: what a person does next."""
 
-    from loop_agents.supervisor import resume_point
-
     def hook(kind, err, trace) -> None:
         sys.__excepthook__(kind, err, trace)
         print(
@@ -59,20 +73,11 @@ def _with_stop_line(run_dir):
 
 def main(argv: list[str] | None = None) -> None:
     plain_output_off_a_terminal()  # a log file gets plain lines: no bars' '\r' redraws, no colour codes
-    from loop_agents.config.load import compose_or_exit
-
     overrides, show = parse_cli(sys.argv[1:] if argv is None else argv)
     cfg = compose_or_exit(overrides)
     if show is not None:
-        from loop_agents.redaction import redacted_yaml
-
         print(redacted_yaml(cfg))
         return
-    import os
-
-    from loop_agents.config.launch import ACCELERATE_SIMPLE_LAUNCH, check_world_size, launched_rank
-    from loop_agents.config.validate import ConfigError
-
     launched = "WORLD_SIZE" in os.environ or ACCELERATE_SIMPLE_LAUNCH in os.environ
     if not cfg.run.dry_run or launched:  # a plain dry run shows any preset's plan
         try:
@@ -82,18 +87,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.stderr.flush()
             raise SystemExit(2) from None
     if cfg.run.dry_run:
-        import json
-
-        from loop_agents.orchestration.placement import plan
-
         if launched_rank() == 0:  # under a launcher every rank builds the plan; rank 0 prints it
             print(json.dumps(plan(cfg), indent=2))
         return
-    from pathlib import Path
-
-    from loop_agents.finished_run import finished_line
-    from loop_agents.preflight import check_or_exit
-    from loop_agents.supervisor import SUPERVISED_ENV, should_supervise, supervise, train_command
 
     finished = finished_line(cfg)
     if finished is not None:  # before anything starts or is rewritten
@@ -105,13 +101,9 @@ def main(argv: list[str] | None = None) -> None:
     if should_supervise(cfg.run.auto_resume_attempts):
         raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
     sys.excepthook = _with_stop_line(Path(cfg.run.dir))
-    from loop_agents.envs.selected import check_environment
-    from loop_agents.failures import exit_code_for
-    from loop_agents.jsonl import JsonlError
-    from loop_agents.learner.checkpoint import CheckpointError
-    from loop_agents.orchestration.driver import run
-    from loop_agents.orchestration.full_sft import CachedModelMismatch
-    from loop_agents.orchestration.ray_session import exit_cleanly_on_sigterm, sigterm_exit_code
+    from loop_agents.orchestration.driver import (
+        run,
+    )  # torch, the learner, Ray: lazy (loop_agents/lazy_imports.py)
 
     try:
         check_environment(cfg)  # e.g. a missing AppWorld data root: one line before anything starts

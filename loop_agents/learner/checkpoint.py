@@ -26,13 +26,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from loop_agents.errors import CheckpointError
+from loop_agents.learner.manifest import write_manifest
 
 DONE_MARKER = "done"
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be written (full disk, unwritable directory) or read (corrupted, other model)."""
 
 
 def write_failure(directory: Path, err: Exception) -> CheckpointError:
@@ -89,9 +90,6 @@ def save_torch(obj: Any, path: Path) -> None:
 
 def read_checkpoint_files(directory: Path, rank: int = 0) -> dict[str, Any]:
     """Every file the learner restores, read into memory; an unreadable one raises CheckpointError."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     rng = directory / f"rng_rank{rank}.pt"
     readers = {
         "trainable.safetensors": lambda path: load_file(path),
@@ -176,8 +174,6 @@ def temp_dir_for(directory: Path) -> Path:
 def commit(temp: Path, directory: Path) -> None:
     """Record `temp`'s files in its manifest, mark it complete and move it to `directory` (replacing an older
     one of the same name)."""
-    from loop_agents.learner.manifest import write_manifest
-
     write_manifest(temp)
     (temp / DONE_MARKER).write_text("ok\n")
     if directory.exists():
@@ -193,7 +189,6 @@ def commit(temp: Path, directory: Path) -> None:
 def save_adapter(directory: Path, peft_model: torch.nn.Module, full_state: dict[str, torch.Tensor]) -> None:
     """Write a PEFT adapter dir from full LoRA tensors keyed by the peft model's parameter names."""
     from peft import get_peft_model_state_dict
-    from safetensors.torch import save_file
 
     directory.mkdir(parents=True, exist_ok=True)
     adapter_state = get_peft_model_state_dict(peft_model, state_dict=full_state)

@@ -3,20 +3,25 @@ environments, metrics). Each package keeps its own typed config; this module is 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import torch
 from omegaconf import DictConfig
 
 from loop_agents.algorithms import AlgorithmConfig, compute_advantages, filter_by_advantage
 from loop_agents.algorithms.registry import from_schema
+from loop_agents.errors import CachedModelMismatch
 from loop_agents.learner import Learner, LearnerConfig
 from loop_agents.learner.checkpoint import checkpoint_name, latest_complete_checkpoint, prune_checkpoints
 from loop_agents.orchestration.placement import plan
+from loop_agents.orchestration.warm_start import sft_warm_start
 from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
+from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
 __all__ = ["plan", "prune_checkpoints"]
 
@@ -25,7 +30,6 @@ def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
     """The model directory: `tiny` builds the tiny test model into the run dir (once)."""
     if cfg.llm.model_path != "tiny":
         return str(cfg.llm.model_path)
-    from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 
     out = run_dir / "tiny_model"
     size = dict(cfg.llm.tiny)
@@ -38,10 +42,6 @@ def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
 
 def check_tiny_model_size(model_dir: Path, size: dict) -> None:
     """A tiny model cached in the run directory must have the sizes `llm.tiny` asks for (else one clear error)."""
-    import json
-
-    from loop_agents.orchestration.full_sft import CachedModelMismatch
-
     config = json.loads((model_dir / "config.json").read_text())
     found = {
         "hidden_size": config.get("hidden_size"),
@@ -101,8 +101,6 @@ def learner_config(cfg: DictConfig, model_path: str) -> LearnerConfig:
 
 
 def build_learner(cfg: DictConfig, model_path: str) -> Learner:
-    import torch
-
     if cfg.gpu_allocation.device == "cpu":
         torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     return Learner(learner_config(cfg, model_path), algorithm_config(cfg))
@@ -159,8 +157,6 @@ def advantages_and_filter(
 
 def warm_start(learner: Learner, demonstrations: list[Trajectory], cfg: DictConfig) -> dict[str, float]:
     """SFT the adapter on demonstrations (every rank, same list); RL then starts from it."""
-    from loop_agents.orchestration.warm_start import sft_warm_start
-
     return sft_warm_start(learner, demonstrations, cfg.learner.sft_epochs, cfg.learner.sft_lr)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from loop_agents.errors import CachedModelMismatch
 from loop_agents.learner.prefix_sharing import shareable_prefix, shared_prefix_hidden
 from loop_agents.progress_lines import Heartbeat, Ticker
 from loop_agents.rollout.trajectory import Trajectory
@@ -143,10 +144,6 @@ def sft_full_weights(
                 break
     model.eval()
     return losses
-
-
-class CachedModelMismatch(ValueError):
-    """A model cached in the run directory (tiny base or warm start) was built by another preset or settings."""
 
 
 # config.json keys that decide whether two models have the same shape

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loop_agents.learner.checkpoint import CHECKPOINT_PATTERN, CheckpointError, is_complete
+from loop_agents.errors import CheckpointError
+from loop_agents.learner.checkpoint import CHECKPOINT_PATTERN, is_complete
 from loop_agents.learner.manifest import verify_directory
 
 
