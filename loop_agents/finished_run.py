@@ -11,11 +11,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from loop_agents.supervisor import last_checkpoint_iteration
+
 
 def finished_line(cfg: DictConfig) -> str | None:
     """'run <dir> already finished ...' if this command has nothing left to do in its run.dir, else None."""
-    from loop_agents.supervisor import last_checkpoint_iteration
-
     run_dir = Path(str(cfg.run.dir)).expanduser()
     if not (run_dir / "summary.json").is_file():
         return None

@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from omegaconf import OmegaConf
+
 REDACTED = "***"
 _SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _NOT_SECRET_ENV = frozenset({"TOKENIZERS_PARALLELISM"})  # contains TOKEN, holds true/false
@@ -66,8 +68,6 @@ def redact(obj: Any, environ: Mapping[str, str] | None = None) -> Any:
 
 def redacted_yaml(cfg: Any) -> str:
     """The YAML of an OmegaConf config (resolved) with secrets redacted: what we print and save."""
-    from omegaconf import OmegaConf
-
     container = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
     return OmegaConf.to_yaml(OmegaConf.create(redact(container)))
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from loop_agents.child_process import die_with_parent
 from loop_agents.failures import UNRECOVERABLE, worth_retrying
 
 SUPERVISED_ENV = "LOOP_AGENTS_SUPERVISED"  # set in the child: it trains instead of supervising
@@ -131,6 +132,4 @@ def supervise(command: list[str], run_dir: Path, attempts: int) -> int:
 
 
 def _die_with_parent() -> None:
-    from loop_agents.child_process import die_with_parent
-
     die_with_parent()

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
 QWEN_PRETOKENIZE_REGEX = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -100,8 +102,6 @@ def _training_corpus() -> list[str]:
 
 def build_tokenizer(vocab_size: int):
     """Train a byte-level BPE tokenizer with Qwen's pre-tokenizer regex (deterministic)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [

@@ -19,6 +19,8 @@ from loop_agents.algorithms.advantages.grpo import grpo_advantages
 from loop_agents.algorithms.advantages.loo import leave_one_out_advantages
 from loop_agents.algorithms.advantages.rloo import rloo_advantages
 from loop_agents.algorithms.config import AlgorithmConfig
+from loop_agents.config.load import CONF_DIR
+from loop_agents.config.schema import AlgorithmConfig as AlgorithmSchema
 
 OutcomeEstimator = Callable[[torch.Tensor, AlgorithmConfig], torch.Tensor]
 
@@ -63,14 +65,10 @@ def from_schema(a: Any) -> AlgorithmConfig:
 
 
 def _preset_files() -> dict[str, Any]:
-    from loop_agents.config.load import CONF_DIR
-
     return {path.stem: path for path in sorted((CONF_DIR / "algorithm").glob("*.yaml"))}
 
 
 def _load(path: Any) -> AlgorithmConfig:
-    from loop_agents.config.schema import AlgorithmConfig as AlgorithmSchema
-
     node = OmegaConf.merge(OmegaConf.structured(AlgorithmSchema), OmegaConf.load(path))
     return from_schema(node)
 

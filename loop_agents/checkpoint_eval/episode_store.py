@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -52,8 +53,6 @@ class EpisodeStore:
         return runs
 
     def append(self, traj: Trajectory, run: int) -> None:
-        import os
-
         self.dir.mkdir(parents=True, exist_ok=True)
         with self.path(run).open("a") as f:
             f.write(json.dumps(traj.to_dict()) + "\n")

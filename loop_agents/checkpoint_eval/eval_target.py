@@ -7,10 +7,15 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from loop_agents.config.validate import ConfigError
+from loop_agents.config.load import CONF_DIR, _check_missing, compose, explain
+from loop_agents.config.schema import RootConfig
+from loop_agents.config.validate import ConfigError, validate
 from loop_agents.eval.cli_args import UsageError
+from loop_agents.orchestration.components import latest_checkpoint, resolve_model
+from loop_agents.orchestration.turn_schedule import make_turn_schedule
 
 PROG = "evaluate"  # the prefix of the evaluation's messages
 GROUPS = ("llm", "gpu_allocation", "algorithm", "env")
@@ -41,8 +46,6 @@ def _run_dir_of(checkpoint: Path) -> Path | None:
 
 def resolve_checkpoint(spec: str) -> Target:
     """Turn `checkpoint=` into a Target; a UsageError names what is missing."""
-    from loop_agents.orchestration.components import latest_checkpoint
-
     if spec == "base":
         return Target(spec, "base", None, None)
     path = Path(spec).expanduser().resolve()
@@ -88,8 +91,6 @@ def adapter_sha256(adapter: Path | None) -> str | None:
 # ---------------------------------------------------------------------------------------- config
 def load_config(run_config: Path | None, overrides: list[str]) -> DictConfig:
     """The run's config.yaml with the overrides on top (or conf/ composed with them); validated."""
-    from loop_agents.config.load import compose, explain
-
     if run_config is None:
         return compose(overrides)
     try:
@@ -101,12 +102,6 @@ def load_config(run_config: Path | None, overrides: list[str]) -> DictConfig:
 
 
 def _config_from_run(run_config: Path, overrides: list[str]) -> DictConfig:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from loop_agents.config.load import CONF_DIR, _check_missing
-    from loop_agents.config.schema import RootConfig
-    from loop_agents.config.validate import validate
-
     schema = OmegaConf.structured(RootConfig)
     saved = OmegaConf.load(run_config)
     dropped = _drop_unknown(saved, schema)
@@ -158,8 +153,6 @@ def _drop_unknown(saved: DictConfig, schema: DictConfig, prefix: str = "") -> li
 def model_path_for(cfg: DictConfig, target: Target, out: Path) -> str:
     """The base model the adapter belongs to: the run's warm_model/ (full SFT warm start), its
     tiny_model/, or `llm.model_path`."""
-    from loop_agents.orchestration.components import resolve_model
-
     if target.run_dir is not None and cfg.learner.sft_epochs > 0 and cfg.learner.sft_target == "full":
         warm = target.run_dir / "warm_model"
         if not (warm / "config.json").is_file():
@@ -180,6 +173,4 @@ def default_out(cfg: DictConfig, target: Target, split: str) -> Path:
 
 
 def default_max_turns(cfg: DictConfig) -> int:
-    from loop_agents.orchestration.turn_schedule import make_turn_schedule
-
     return make_turn_schedule(cfg.env.turn_schedule).budget(max(int(cfg.run.iterations), 1))

@@ -56,14 +56,20 @@ from loop_agents.checkpoint_eval.eval_target import (
 from loop_agents.checkpoint_eval.inference_endpoints import InferenceEndpoints
 from loop_agents.checkpoint_eval.official_outputs import link_experiment_outputs, official_scores
 from loop_agents.checkpoint_eval.request import MANIFEST_KEYS, EvalRequest, Prepared
-from loop_agents.envs.selected import make_task_source, selected_family
+from loop_agents.envs.selected import make_agent, make_task_source, scenario_function, selected_family
 from loop_agents.eval.cli_args import UsageError
+from loop_agents.eval.episode_metrics import evaluation_metrics
+from loop_agents.eval.goal_completion import goal_completion_by_difficulty, task_results_from_trajectories
 from loop_agents.eval.result_lines import evaluate_line
 from loop_agents.eval.score_inputs import MANIFEST
-from loop_agents.eval.tables import format_report
+from loop_agents.eval.tables import format_report, summarize_runs
 from loop_agents.eval.task_intervals import interval_report
 from loop_agents.learner.manifest import verify_adapter
+from loop_agents.orchestration.collector import collect_groups
+from loop_agents.orchestration.components import episode_config, rollout_metrics
+from loop_agents.orchestration.rollout_worker import RolloutWorker
 from loop_agents.redaction import redacted_yaml
+from loop_agents.rollout.runner import run_episode
 from loop_agents.rollout.trajectory import Trajectory
 
 
@@ -145,12 +151,6 @@ async def play(
     prep: Prepared, urls: list[str], adapter: str | None, pending: dict[int, list[str]], store: EpisodeStore
 ) -> dict[str, float]:
     """Plays the pending (task, run) pairs; each finished episode is appended to the store at once."""
-    from loop_agents.envs.selected import make_agent
-    from loop_agents.orchestration.collector import collect_groups
-    from loop_agents.orchestration.components import episode_config
-    from loop_agents.orchestration.rollout_worker import RolloutWorker
-    from loop_agents.rollout.runner import run_episode
-
     cfg = prep.cfg
     worker = RolloutWorker(cfg, prep.model_path, urls, evaluation=True)
     total = sum(len(t) for t in pending.values())
@@ -203,12 +203,6 @@ async def play(
 
 def compute_metrics(prep: Prepared, saved: dict[int, dict[str, Trajectory]], runs: int) -> dict[str, Any]:
     """Success, reward, TGC/SGC (mean ± std over complete runs) and behaviour metrics of the saved episodes."""
-    from loop_agents.envs.selected import scenario_function
-    from loop_agents.eval.episode_metrics import evaluation_metrics
-    from loop_agents.eval.goal_completion import goal_completion_by_difficulty, task_results_from_trajectories
-    from loop_agents.eval.tables import summarize_runs
-    from loop_agents.orchestration.components import rollout_metrics
-
     wanted = set(prep.task_ids)
     per_run = {r: [saved[r][t] for t in prep.task_ids if t in saved.get(r, {})] for r in range(runs)}
     trajectories = [t for r in range(runs) for t in per_run[r]]

@@ -7,12 +7,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from omegaconf import DictConfig
 
 from loop_agents.checkpoint_eval.eval_target import PROG
 from loop_agents.eval.cli_args import UsageError
+from loop_agents.inference.actor import InferenceServer
 from loop_agents.inference.api_key import ENV_NAME as API_KEY_ENV
 from loop_agents.inference.api_key import auth_headers
+from loop_agents.orchestration.inference_settings import inference_config
+from loop_agents.orchestration.placement import plan
 
 
 # ---------------------------------------------------------------------------------------- servers
@@ -37,9 +41,6 @@ class InferenceEndpoints:
                       f"{self.model_path}; they must be the same model", flush=True)  # fmt: skip
             self.urls = [url]
             return self.urls
-        from loop_agents.inference.actor import InferenceServer
-        from loop_agents.orchestration.inference_settings import inference_config
-        from loop_agents.orchestration.placement import plan
 
         began = time.monotonic()
         for index, server in enumerate(plan(self.cfg)["inference_servers"]):
@@ -60,7 +61,6 @@ class InferenceEndpoints:
             for server in self.servers:
                 server.load_adapter(str(adapter), name)
             return name
-        import httpx
 
         models = self._get(self.urls[0], "/v1/models").json().get("data", [])
         if any(m.get("id") == name for m in models):
@@ -85,8 +85,6 @@ class InferenceEndpoints:
             for server in self.servers:
                 server.shutdown()
         for name in self._loaded:
-            import httpx
-
             try:
                 httpx.post(f"{self.urls[0]}/v1/unload_lora_adapter", json={"lora_name": name},
                            timeout=30, trust_env=False, headers=auth_headers())  # fmt: skip
@@ -94,8 +92,6 @@ class InferenceEndpoints:
                 pass
 
     def _get(self, url: str, path: str):
-        import httpx
-
         try:
             reply = httpx.get(f"{url}{path}", timeout=10, trust_env=False, headers=auth_headers())
         except httpx.HTTPError as exc:

@@ -6,6 +6,10 @@ import re
 import sys
 from pathlib import Path
 
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.config.schema import register_schema
@@ -17,10 +21,6 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 def compose(overrides: list[str] | None = None, config_name: str = "config") -> DictConfig:
     """Compose `conf/<config_name>.yaml` with Hydra overrides, then validate; raises ConfigError."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
     register_schema()
     register_plugin_env_groups(overrides or [])
     GlobalHydra.instance().clear()
@@ -43,8 +43,6 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
 def register_plugin_env_groups(overrides: list[str]) -> None:
     """`env=<name>` of a family a package declares (no `conf/env/<name>.yaml` here): its `env_config` becomes the
     `env` group option `<name>` in Hydra's ConfigStore, so the override composes like a built-in one."""
-    from hydra.core.config_store import ConfigStore
-
     for override in overrides:
         group, _, name = override.partition("=")
         if group.lstrip("+~") != "env" or not name or (CONF_DIR / "env" / f"{name}.yaml").is_file():

@@ -44,7 +44,10 @@ from loop_agents.eval.goal_completion import (
     task_results_from_official,
     task_results_from_trajectories,
 )
+from loop_agents.eval.result_lines import parse_and_log_line
+from loop_agents.eval.results_file import append_result, result_record
 from loop_agents.eval.score_inputs import Inputs, RunSource, remove_linked_root, resolve_inputs
+from loop_agents.eval.tables import goal_completion_table, summarize_runs
 
 PROG = "parse_and_log"
 KEYS = {
@@ -120,8 +123,6 @@ def score(inputs: Inputs, appworld_python: str | None = None, trust_unsigned: bo
 
 # ---------------------------------------------------------------------------------------- logging
 def append_results(path: Path, inputs: Inputs, scores: list[RunScore]) -> list[dict[str, Any]]:
-    from loop_agents.eval.results_file import append_result, result_record
-
     records = []
     for s in scores:
         extra = {k: v for k, v in s.extra.items() if k != "per_task_success" and v is not None}
@@ -176,9 +177,6 @@ def log_wandb(mode: str, project: str, directory: Path, inputs: Inputs, records:
 
 # ---------------------------------------------------------------------------------------- main
 def parse_and_log(values: dict[str, Any]) -> dict[str, Any]:
-    from loop_agents.eval.result_lines import parse_and_log_line
-    from loop_agents.eval.tables import goal_completion_table, summarize_runs
-
     if "experiment" not in values:
         raise UsageError(
             "experiment= is required (an AppWorld experiment name or dir, an evaluate.py out dir, a .jsonl)"

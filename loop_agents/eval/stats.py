@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -103,8 +104,6 @@ def paired_difference(
 
 def z_value(confidence: float = CONFIDENCE) -> float:
     """The two-sided normal quantile: 1.96 at 95 %."""
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 

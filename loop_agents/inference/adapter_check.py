@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from safetensors import safe_open
+
 from loop_agents.inference.errors import AdapterError
 
 
@@ -40,8 +42,6 @@ _LORA_KEY = re.compile(r"layers\.(\d+)\.(?:self_attn|mlp)\.(\w+_proj)\.lora_([AB
 def check_adapter_fits_model(path: str, model_path: str) -> None:
     """Raise AdapterError if a LoRA tensor of the adapter at `path` does not fit `model_path`'s layers
     (an adapter trained on a different base model); models without a local config.json are not checked."""
-    from safetensors import safe_open
-
     config_file, weights = Path(model_path) / "config.json", Path(path) / "adapter_model.safetensors"
     if not config_file.is_file() or not weights.is_file():
         return

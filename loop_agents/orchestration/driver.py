@@ -15,6 +15,8 @@ before learning i, and the PPO ratio is taken against the sampling logprobs (val
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from pathlib import Path
 
@@ -25,11 +27,12 @@ from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
 from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
+from loop_agents.orchestration.held_out import START_ADAPTER, evaluate_held_out
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
 from loop_agents.orchestration.run_eta import RunEta
 from loop_agents.orchestration.run_log import RunLog
-from loop_agents.orchestration.run_report import PhaseClock, finish, print_block, print_eval_line
+from loop_agents.orchestration.run_report import PhaseClock, best_record, finish, print_block, print_eval_line
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
 from loop_agents.orchestration.warm_model import (
@@ -253,9 +256,6 @@ class Driver:
 
     def _report(self, cluster: Cluster) -> list[str]:
         """After training: the held-out evaluation of start/best/final, then the run's closing summary."""
-        from loop_agents.orchestration.held_out import evaluate_held_out
-        from loop_agents.orchestration.run_report import best_record
-
         cfg, held_out = self.cfg, None
         if cfg.eval.enabled and cfg.run.iterations > self.start_iteration:
             began = time.perf_counter()
@@ -312,8 +312,6 @@ class Driver:
         metrics: dict = dict(self.sft_metrics)
         warm_report = Path(self.model_path) / "warm_start.json"
         if warm_report.exists():
-            import json
-
             report = json.loads(warm_report.read_text())
             metrics.update({"sft/demonstrations": report["demonstrations"], "sft/loss": report["epoch_losses"][-1],
                             "time/sft": report["seconds"], "sft/epochs": len(report["epoch_losses"])})  # fmt: skip
@@ -342,10 +340,6 @@ class Driver:
 
 def _keep_start_adapter(adapter: Path, run_dir: Path) -> None:
     """Copy iteration 0's adapter aside: the held-out evaluation scores it after checkpoint pruning."""
-    import shutil
-
-    from loop_agents.orchestration.held_out import START_ADAPTER
-
     target = run_dir / START_ADAPTER
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(adapter, target)

@@ -14,18 +14,18 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from loop_agents.envs.selected import prepare_environment
+from loop_agents.orchestration.cluster import Cluster
+from loop_agents.orchestration.placement import plan
+from loop_agents.orchestration.ray_session import init_ray
+
 
 def overlap_allowed(cfg: DictConfig) -> bool:
-    from loop_agents.orchestration.placement import plan
-
     return bool(cfg.run.overlap_startup) and plan(cfg)["mode"] != "exclusive"
 
 
 def start_cluster(cfg: DictConfig, model_path: str, run_dir: Path):
     """prepare_environment + Cluster: everything between the model path and the first rollout but the learner."""
-    from loop_agents.envs.selected import prepare_environment
-    from loop_agents.orchestration.cluster import Cluster
-
     prepare_environment(cfg)
     return Cluster(cfg, model_path, run_dir)
 
@@ -37,8 +37,6 @@ class ClusterStart:
     SIGKILL, which Linux sends when the *thread* that started them ends, so a helper thread would kill them."""
 
     def __init__(self, cfg: DictConfig, model_path: str, run_dir: Path):
-        from loop_agents.orchestration.ray_session import init_ray
-
         self.began = time.monotonic()
         init_ray(cfg)
         self.ready_after_s: float | None = None  # seconds from `began` until the cluster was up

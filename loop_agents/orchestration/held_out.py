@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loop_agents.envs.selected import scenario_function
+from loop_agents.eval.episode_metrics import evaluation_metrics
+from loop_agents.orchestration.components import rollout_metrics
+from loop_agents.orchestration.run_log import RunLog
+
 START_ADAPTER = "held_out_adapters/start"  # copy of iteration 0's adapter (checkpoint pruning may delete it)
 
 
@@ -71,11 +76,6 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
     Returns {"num_tasks": n, "results": [(label, iteration, eval metrics)], "row": metrics row} or None when
     there is nothing to score (evaluation off, no held-out task left, no adapter)."""
     import ray
-
-    from loop_agents.envs.selected import scenario_function
-    from loop_agents.eval.episode_metrics import evaluation_metrics
-    from loop_agents.orchestration.components import rollout_metrics
-    from loop_agents.orchestration.run_log import RunLog
 
     limit = cfg.eval.held_out_tasks
     if cluster.evaluator is None or (limit is not None and limit <= 0):

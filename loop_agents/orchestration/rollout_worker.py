@@ -20,6 +20,8 @@ from loop_agents.envs.selected import (
     scenario_function,
     start_task_source,
 )
+from loop_agents.eval.episode_metrics import evaluation_metrics
+from loop_agents.inference.client import VLLMClient
 from loop_agents.orchestration.collector import CollectionStats, collect_groups
 from loop_agents.orchestration.components import episode_config, rollout_metrics
 from loop_agents.progress_lines import Ticker, watch
@@ -38,8 +40,6 @@ class RolloutWorker:
         evaluation: bool = False,
     ):
         from transformers import AutoTokenizer
-
-        from loop_agents.inference.client import VLLMClient
 
         self.cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
         self.evaluation = evaluation
@@ -150,8 +150,6 @@ class RolloutWorker:
         self, split: str, adapter: str | None, max_tasks: int | None, runs_per_task: int, max_turns: int
     ) -> tuple[list[Trajectory], dict[str, float]]:
         """Score an adapter on a split: success rate, reward, TGC/SGC where the env defines scenarios."""
-        from loop_agents.eval.episode_metrics import evaluation_metrics
-
         await self._ensure_started()
         task_ids = sorted(self.task_source.task_ids(split))[: max_tasks or None]
         total = len(task_ids) * runs_per_task

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from loop_agents.jsonl import read_rows, rewrite_rows
+from loop_agents.orchestration.plots import write_plots
+from loop_agents.orchestration.run_report import best_record
 from loop_agents.rollout.trajectory import Trajectory, save_trajectories
 
 
@@ -87,9 +89,6 @@ class RunLog:
 
     def plot(self) -> list[Path]:
         """Write the run's curves into plots/ (orchestration/plots.py); returns the paths written."""
-        from loop_agents.orchestration.plots import write_plots
-        from loop_agents.orchestration.run_report import best_record
-
         return write_plots(self.dir, self.rows(), best_record(self.dir))
 
     def finish(self) -> None:

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from loop_agents.eval.result_lines import eval_line, run_summary
 
 
 def process_start_time() -> float:
     """Epoch seconds when this process was created (the command's start, imports included)."""
     try:
-        import psutil
-
         return float(psutil.Process().create_time())
-    except Exception:  # noqa: BLE001 - no psutil / no /proc: count from the first import of this module
+    except Exception:  # noqa: BLE001 - no /proc: count from the first import of this module
         return _IMPORTED_AT
 
 

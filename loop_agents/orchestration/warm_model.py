@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
+from loop_agents.orchestration.demonstrations import demonstration_weights, demonstrations, warm_start_checks
+from loop_agents.orchestration.full_sft import build_warm_model
+from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
+from loop_agents.rollout.runner import chat_format
 
 
 def full_warm_start(cfg: DictConfig) -> bool:
@@ -25,10 +30,6 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     base = C.resolve_model(cfg, run_dir)
     if not full_warm_start(cfg):
         return base
-    import torch
-
-    from loop_agents.orchestration.full_sft import build_warm_model
-
     threads = torch.get_num_threads()
     # The learner's thread count, not the machine's cores: the summation order (and so the warm model)
     # then depends on the config only, not on the machine's core count.
@@ -66,8 +67,6 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
             )
 
         if cfg.learner.sft_cache_dir:
-            from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
-
             key = warm_model_key(base, demos, {**settings, "env": cfg.env.name, "prompt": cfg.env.prompt})
             warm, _ = through_cache(cfg.learner.sft_cache_dir, key, run_dir / "warm_model", build)
         else:
@@ -81,9 +80,6 @@ def warm_start_demonstrations(cfg: DictConfig, model_path: str):
     """(chat format, demonstrations) of the warm start, full-weight or LoRA."""
     from transformers import AutoTokenizer
 
-    from loop_agents.orchestration.demonstrations import demonstrations
-    from loop_agents.rollout.runner import chat_format
-
     prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
     return chat, demonstrations(cfg, chat)
@@ -92,8 +88,6 @@ def warm_start_demonstrations(cfg: DictConfig, model_path: str):
 def warm_start_inputs(cfg: DictConfig, model_path: str):
     """The full-weight warm start's demonstrations, its readiness check (P(optimal held-out episode)), the
     demonstrations' token weights (None: all alike) and its stall probe (None: the readiness rule)."""
-    from loop_agents.orchestration.demonstrations import demonstration_weights, warm_start_checks
-
     chat, demos = warm_start_demonstrations(cfg, model_path)
     readiness, stall_probe = warm_start_checks(cfg, chat, {d.task_id for d in demos})
     return demos, readiness, demonstration_weights(cfg, chat, demos), stall_probe

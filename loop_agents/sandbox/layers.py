@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,8 +188,6 @@ def reopen_files_read_only(writable: list[Path]) -> list[str]:
 
 
 def _file_status_flags(fd: int) -> int:
-    import fcntl
-
     return fcntl.fcntl(fd, fcntl.F_GETFL)
 
 
@@ -211,8 +211,6 @@ def apply_seccomp() -> None:
 
 def system_read_paths() -> list[Path]:
     """What a forked interpreter of this venv reads after start-up: itself, its stdlib, shared libraries."""
-    import sys
-
     paths = {
         Path(sys.prefix).resolve(),
         Path(sys.base_prefix).resolve(),

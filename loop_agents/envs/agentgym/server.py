@@ -27,6 +27,9 @@ import sys
 import threading
 from typing import Any
 
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from loop_agents.envs.agentgym.games import ENV_NAMES, game_factory, missing_requirement
@@ -69,9 +72,6 @@ class _Instance:
 
 def build_app(env_name: str, warm: int = 0, max_idle: int = 64):
     """The FastAPI app serving `env_name` (one game instance per /create; closed ones are reused)."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
-
     make_game = game_factory(env_name)
     app = FastAPI(title=f"AgentGym-protocol server: {env_name}")
     instances: dict[int, _Instance] = {}
@@ -244,7 +244,6 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         print(f"agentgym server: {problem}", file=sys.stderr)
         raise SystemExit(2)
-    import uvicorn
 
     uvicorn.run(build_app(args.env, warm=args.warm), host=args.host, port=args.port, log_level="warning")
 

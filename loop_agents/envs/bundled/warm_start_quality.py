@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import torch
 
+from loop_agents.envs.bundled.demonstrations import generate_demonstrations
 from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
 from loop_agents.rollout.chat import ChatFormat
-from loop_agents.rollout.demonstration import action_spans
+from loop_agents.rollout.demonstration import action_spans, demonstration_trajectory
 
 
 def code_token_positions(traj, chat: ChatFormat) -> list[int]:
@@ -28,8 +29,6 @@ def code_token_positions(traj, chat: ChatFormat) -> list[int]:
 
 def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:
     """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code symbol k)."""
-    from loop_agents.envs.bundled.demonstrations import generate_demonstrations
-
     return episode_probabilities(model, chat, generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"))
 
 
@@ -37,8 +36,6 @@ def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict
 def episode_probabilities(model, chat: ChatFormat, demonstrations: list) -> dict[str, float]:
     """Means over (task_id, messages) clean demonstrations of P(episode), P(opens), P(answer | opens) and
     P(code symbol k), teacher-forced."""
-    from loop_agents.rollout.demonstration import demonstration_trajectory
-
     sums = {"p_optimal_dev_episode": 0.0, "p_opens": 0.0, "p_answer": 0.0, "p_code_1": 0.0, "p_code_2": 0.0}
     for task_id, messages in demonstrations:
         traj = demonstration_trajectory(chat, messages, task_id)

@@ -6,7 +6,11 @@ import importlib.util
 import shutil
 from collections.abc import Callable
 
+from loop_agents.envs.agentgym.games.babyai import BabyAIGame
 from loop_agents.envs.agentgym.games.base import TextGame
+from loop_agents.envs.agentgym.games.gemhunt import GemHuntServerGame
+from loop_agents.envs.agentgym.games.sciworld import SciWorldGame
+from loop_agents.envs.agentgym.games.textcraft import TextCraftGame
 
 ENV_NAMES = ("babyai", "textcraft", "sciworld", "gemhunt")
 PACKAGES = {"babyai": "minigrid", "textcraft": "textcraft", "sciworld": "scienceworld"}  # PyPI names
@@ -19,19 +23,17 @@ TASK_SETS = {
 
 
 def game_factory(env_name: str) -> Callable[..., TextGame]:
-    """A constructor of fresh game instances for `env_name` (imports the game's package lazily);
+    """A constructor of fresh game instances for `env_name` (each game imports its package when it starts);
     keyword options (`action_set`, `task_set`) are the game's; a value it lacks raises ValueError."""
-    if env_name == "babyai":
-        from loop_agents.envs.agentgym.games.babyai import BabyAIGame as game
-    elif env_name == "textcraft":
-        from loop_agents.envs.agentgym.games.textcraft import TextCraftGame as game
-    elif env_name == "sciworld":
-        from loop_agents.envs.agentgym.games.sciworld import SciWorldGame as game
-    elif env_name == "gemhunt":
-        from loop_agents.envs.agentgym.games.gemhunt import GemHuntServerGame as game
-    else:
+    games: dict[str, Callable[..., TextGame]] = {
+        "babyai": BabyAIGame,
+        "textcraft": TextCraftGame,
+        "sciworld": SciWorldGame,
+        "gemhunt": GemHuntServerGame,
+    }
+    if env_name not in games:
         raise ValueError(f"unknown AgentGym env name {env_name!r}; choose one of {ENV_NAMES}")
-    return game
+    return games[env_name]
 
 
 def missing_requirement(env_name: str) -> str | None:

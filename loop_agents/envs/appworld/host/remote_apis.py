@@ -13,6 +13,8 @@ These are AppWorld 0.1.3.post1's names; `install` checks that each one exists an
 
 from __future__ import annotations
 
+import importlib
+import json
 import socket
 from typing import Any
 
@@ -36,8 +38,6 @@ class Response:
         self.text = text
 
     def json(self) -> Any:
-        import json
-
         return json.loads(self.text)
 
 
@@ -83,8 +83,6 @@ def _admin_targets() -> list[tuple[str, str]]:
 
 def check_targets() -> None:
     """Every AppWorld name this module replaces exists (else: one line naming it, raised as RuntimeError)."""
-    import importlib
-
     for module_name, name in [*_admin_targets(), ("appworld.requester", "requests")]:
         if not hasattr(importlib.import_module(module_name), name):
             raise RuntimeError(
@@ -94,8 +92,6 @@ def check_targets() -> None:
 
 def install(channel: socket.socket) -> None:
     """Routes this process's AppWorld remote calls over `channel`; admin calls become no-ops."""
-    import importlib
-
     check_targets()
     for module_name, name in _admin_targets():
         setattr(importlib.import_module(module_name), name, _no_op)

@@ -15,11 +15,13 @@ It dies with its parent (parent-death signal).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
 import signal
 import socket
+from datetime import datetime
 from typing import Any
 
 from loop_agents.envs.appworld.host import policy_process
@@ -37,8 +39,6 @@ _LAZY_MODULES = (
 
 
 def _warm() -> None:
-    import importlib
-
     import pyseccomp  # noqa: F401 - it finds libseccomp through ldconfig at import, which the view lacks
     from appworld.apps import get_all_apps
     from appworld.environment import AppWorld  # noqa: F401 - the policy process imports nothing after its fork
@@ -48,8 +48,6 @@ def _warm() -> None:
     for name in _LAZY_MODULES:
         importlib.import_module(name)
     # freezegun scans every loaded module on a process's first freeze (0.16 s); its cache is code, not data
-    from datetime import datetime
-
     from appworld.apps.api_lib import set_local_date_and_time, unset_local_date_and_time
 
     unset_local_date_and_time(set_local_date_and_time(datetime(2000, 1, 1)))
