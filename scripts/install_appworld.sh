@@ -44,10 +44,22 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   echo "[install_appworld] creating $VENV with $PYTHON"
   "$PYTHON" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --upgrade pip
+LOGS="$VENV/install-logs"  # pip's whole output of each step; the terminal gets scripts/pip_progress.py's lines
+mkdir -p "$LOGS"
+pip_step() {  # as in scripts/install.sh: big files with their sizes, a line every 10 s, the totals
+  local log="$1"; shift
+  "$VENV/bin/python" -m pip "$@" --progress-bar off 2>&1 | "$VENV/bin/python" scripts/pip_progress.py "$log" install_appworld \
+    || { echo "[install_appworld] pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; return 1; }
+}
+echo "[install_appworld] upgrading pip in $VENV"
+pip_step "$LOGS/pip-upgrade.log" install --upgrade pip
 # click 8.2.1 is the version AppWorld's own lock uses; newer clicks work but the pin is harmless.
-"$VENV/bin/python" -m pip install -q "appworld==$APPWORLD_VERSION" "click==8.2.1" "${SANDBOX_PACKAGES[@]}"
+echo "[install_appworld] appworld $APPWORLD_VERSION, click, the sandbox's ${SANDBOX_PACKAGES[*]} and their dependencies" \
+  "(pip's output: $LOGS/pip-appworld.log)"
+pip_step "$LOGS/pip-appworld.log" install "appworld==$APPWORLD_VERSION" "click==8.2.1" "${SANDBOX_PACKAGES[@]}"
 mkdir -p "$APPWORLD_CACHE"
+echo "[install_appworld] unpacking AppWorld's app sources from the wheel (appworld install)"
 "$VENV/bin/appworld" install
+echo "[install_appworld] app sources unpacked: $(du -sh "$("$VENV/bin/python" -c 'import appworld, os; print(os.path.dirname(appworld.__file__))')" | cut -f1) in the appworld package"
 installed_ok || { echo "[install_appworld] appworld did not install correctly into $VENV" >&2; exit 1; }
 echo "[install_appworld] done in $(( $(date +%s) - start )) s; venv size $(du -sh "$VENV" | cut -f1)"
