@@ -57,7 +57,7 @@ class OpenEnvSettings:
     # under the same ids and texts (e.g. bundled, with serve_family=bundled), typed by that family's settings
     demonstrations_from: str | None = None
     demonstration_options: dict[str, Any] = field(default_factory=dict)
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: float = 30.0  # the WebSocket handshake (10 s timed out once at load 20 on 2 cores)
     message_timeout_s: float = 60.0
     start_timeout_s: float = 180.0  # a server started here: until it answers /health
 
