@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the test suite exactly as CI does: install (idempotent), lint, lock check, pytest.
+# Run the test suite exactly as CI does: install (idempotent), lint, results and config-reference checks, docs
+# build (strict), lock check, pytest.
 #   bash scripts/test.sh [pytest args...]
 #   bash scripts/test.sh --fast [pytest args...]   # quick feedback: lint, then the tests not marked slow (no vLLM,
 #                                                  # AppWorld, env server, Ray or multi-rank launch); installs only
@@ -9,9 +10,12 @@ cd "$(dirname "$0")/.."
 if [[ "${1:-}" == --fast ]]; then
   shift
   [[ -x .venv/bin/python ]] || bash scripts/install.sh cpu
+  [[ -x .venv/bin/mkdocs ]] || bash scripts/install.sh cpu  # a venv from before the docs tools joined the dev extra
   .venv/bin/ruff check .
   .venv/bin/ruff format --check .
   .venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
+  .venv/bin/python -m loop_agents.config.reference --check  # docs/reference/configuration.md agrees with the schema
+  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"  # docs: a broken link or orphan page fails
   export WANDB_MODE=offline RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
   exec .venv/bin/python -m pytest -m "not slow" --durations=15 "$@"
 fi
@@ -32,6 +36,8 @@ if [[ -f scripts/install_appworld.sh ]]; then bash scripts/install_appworld.sh; 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
+.venv/bin/python -m loop_agents.config.reference --check  # docs/reference/configuration.md agrees with the schema
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"  # docs: a broken link or orphan page fails
 if [[ ! -x .venv-poetry/bin/poetry ]]; then
   python3.11 -m venv .venv-poetry && .venv-poetry/bin/pip install -q "poetry==2.*"
 fi
