@@ -15,7 +15,7 @@ if [[ "${1:-}" == --fast ]]; then
   .venv/bin/ruff format --check .
   .venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
   .venv/bin/python -m loop_agents.config.reference --check  # docs/reference/configuration.md agrees with the schema
-  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"  # docs: a broken link or orphan page fails
+  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)"  # docs: a broken link or orphan page fails
   export WANDB_MODE=offline RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
   exec .venv/bin/python -m pytest -m "not slow" --durations=15 "$@"
 fi
@@ -37,7 +37,7 @@ if [[ -f scripts/install_appworld.sh ]]; then bash scripts/install_appworld.sh; 
 .venv/bin/ruff format --check .
 .venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
 .venv/bin/python -m loop_agents.config.reference --check  # docs/reference/configuration.md agrees with the schema
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"  # docs: a broken link or orphan page fails
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)"  # docs: a broken link or orphan page fails
 if [[ ! -x .venv-poetry/bin/poetry ]]; then
   python3.11 -m venv .venv-poetry && .venv-poetry/bin/pip install -q "poetry==2.*"
 fi
