@@ -108,10 +108,22 @@ class OpenEnvTaskSource:
             url = self._ensure_server()
             try:
                 response = httpx.get(f"{url}/tasks/{split}", timeout=s.message_timeout_s)
-                ids = [str(t) for t in response.json()["task_ids"]]
-            except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
-                raise ConfigError(f"OpenEnv server {url}: GET /tasks/{split} gave no task list ({err}); expected "
-                                  "{'task_ids': [...]} as our server answers, else set env.options.tasks=seeds") from None  # fmt: skip
+                body = response.json()
+            except (httpx.HTTPError, ValueError) as err:
+                body, response = {"error": f"{type(err).__name__}: {err}"}, None
+            if (
+                response is not None
+                and response.status_code == 404
+                and isinstance(body, dict)
+                and "detail" in body
+            ):
+                raise ConfigError(f"OpenEnv server {url}: no split {split!r}: {body['detail']}")
+            listed = body.get("task_ids") if isinstance(body, dict) else None
+            if not isinstance(listed, list):
+                raise ConfigError(f"OpenEnv server {url}: GET /tasks/{split} gave no task list ({str(body)[:200]}); "
+                                  "expected {'task_ids': [...]} as our server answers, else set "
+                                  "env.options.tasks=seeds")  # fmt: skip
+            ids = [str(t) for t in listed]
         self._ids[split] = ids
         return ids
 

@@ -18,6 +18,7 @@ import socket
 import uuid
 from typing import Any
 
+from fastapi import HTTPException
 from openenv.core.env_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
@@ -158,7 +159,11 @@ def build_app(served: ServedFamily, max_sessions: int = 64) -> Any:
 
     @app.get("/tasks/{split}")
     def tasks(split: str) -> dict[str, Any]:
-        return {"family": served.name, "split": split, "task_ids": served.task_ids(split)}
+        try:
+            ids = served.task_ids(split)
+        except Exception as err:  # a family says why a split does not exist in its own words
+            raise HTTPException(status_code=404, detail=f"{type(err).__name__}: {err}") from None
+        return {"family": served.name, "split": split, "task_ids": ids}
 
     async def start() -> None:
         await start_task_source(served.source)

@@ -78,6 +78,8 @@ def test_sync_client_split_seed_reset_finish_and_state(gem_hunt_server):
 def test_tasks_schema_and_metadata_routes(gem_hunt_server):
     url = gem_hunt_server.url
     assert httpx.get(f"{url}/tasks/dev").json()["task_ids"] == BundledTaskSource().task_ids("dev")
+    unknown = httpx.get(f"{url}/tasks/nosuch")
+    assert unknown.status_code == 404 and "unknown bundled split 'nosuch'" in unknown.json()["detail"]
     schema = httpx.get(f"{url}/schema").json()
     assert {"text", "finish"} <= set(schema["action"]["properties"])
     assert {"text", "info", "success"} <= set(schema["observation"]["properties"])
