@@ -28,12 +28,14 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
+from loop_agents.envs.registry import BUILT_IN
+from loop_agents.envs.registry import family as registry_family
+
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = Path("docs") / "reference" / "configuration.md"
 CONF_DIR = ROOT / "conf"
 PRESET_GROUPS = ("llm", "gpu_allocation", "algorithm", "env", "experiment", "accelerate")
 # Families whose env.options are documented (built in); families sharing a settings class are listed together.
-ENV_FAMILIES = ("bundled", "appworld", "babyai", "textcraft", "sciworld", "agentgym_http", "openenv")
 _TYPE_IGNORE = re.compile(r"^type:\s*ignore(\[[^\]]*\])?\s*#?\s*")
 
 
@@ -257,20 +259,9 @@ def _schema_table(keys: list[tuple[str, type, dataclasses.Field, str]], run: Any
 def _family_settings() -> list[tuple[list[str], type]]:
     """[(family names, settings class)] for the built-in families whose settings class can be found."""
     found: dict[type, list[str]] = {}
-    for name in ENV_FAMILIES:
-        cls = None
-        try:
-            from loop_agents.envs import registry
-
-            cls = registry.family(name).settings_class
-        except Exception:
-            try:
-                from loop_agents.config.env_options import settings_class
-
-                cls = settings_class(name)
-            except Exception:
-                cls = None
-        if cls is not None and dataclasses.is_dataclass(cls):
+    for name in BUILT_IN:  # this package's families (not whatever plugins this machine has installed)
+        cls = registry_family(name).settings_class
+        if dataclasses.is_dataclass(cls):
             found.setdefault(cls, []).append(name)
     return [(names, cls) for cls, names in found.items()]
 
