@@ -11,8 +11,9 @@ meaning. The meaning is the field's own comment in the schema: the trailing comm
 the comment block right above it (the convention of schema.py and of the environments' settings classes). A field
 without one is an error here, so a new key cannot land undocumented (`tests/config/test_reference.py`). The
 environments' own settings (`env.options.<key>`) are listed per family from the family's settings class, and the
-presets under `conf/` with the first line of their header comment. The output depends only on the code and
-`conf/`: no clock, no git.
+presets under `conf/` with their header comment. The output depends only on the code and `conf/` as they are
+in the tree (uncommitted edits included): no clock, no git. Render it and commit it together with the change that
+moved it.
 """
 
 from __future__ import annotations
@@ -380,7 +381,10 @@ def check(root: Path = ROOT) -> list[str]:
             (i for i, (a, b) in enumerate(zip(old, new, strict=False), 1) if a != b),
             min(len(old), len(new)) + 1,
         )
-        problems.append(f"{OUTPUT}:{lineno}: differs from what the schema gives")
+        problems.append(
+            f"{OUTPUT}:{lineno}: differs from what the schema and conf/ give (the page renders the tree as it is: "
+            "commit it with the schema, settings-class or conf/ change that moved it)"
+        )
     return problems
 
 
