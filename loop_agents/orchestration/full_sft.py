@@ -293,7 +293,7 @@ def build_warm_model(
     if report["ready"] is False:
         print(
             f"[warm start] not ready: P(optimal held-out episode) {checks[-1]['readiness']:.3f} < {ready_at} after "
-            f"{len(losses)} epochs in {draw + 1} order(s); RL may not take off from it (README: The demo)",
+            f"{len(losses)} epochs in {draw + 1} order(s); RL may not take off from it (docs/log/demo.md)",
             flush=True,
         )
     (temp / "warm_start.json").write_text(json.dumps(report, indent=2))

@@ -12,7 +12,7 @@ class BundledEnvConfig:
     demo_count: int = 2000  # warm-start demonstrations generated from the train split
     demo_seed: int = 0  # seed of the demonstrations' task choice and noise
     # weight of the answer's code symbols in the warm start's token loss (1 = every action token alike); the
-    # copy of the gem's code is the skill whose absence stalls a warm start (README "The demo")
+    # copy of the gem's code is the skill whose absence stalls a warm start (docs/log/demo.md)
     demo_code_weight: float = 1.0
 
     def __post_init__(self) -> None:
