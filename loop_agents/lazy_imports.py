@@ -39,6 +39,8 @@ LAZY_MODULES: dict[str, str] = {
     "supervisor, tests); cluster.py itself imports it at its top",
     "matplotlib": "only the plots written at the end of a run use it",
     "rliable": "imports arch, pandas and scipy: only the aggregate over seeds uses it",
+    "starlette": "only the vLLM server applies the API-key patch; the trainer's command line imports the patch "
+    "module for its switch's name (through inference.api_key)",
     "huggingface_hub": "only the preflight's check of a Hub model name uses it, in the trainer's parent process",
 }
 

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
-
 from loop_agents.patches.vllm_patch import Target, VllmPatch
 
 ENV = "LOOP_AGENTS_GUARD_ALL_ROUTES"
@@ -31,6 +28,8 @@ def guard_every_route(module: ModuleType) -> None:
     middleware = module.AuthenticationMiddleware
     if getattr(middleware, "LOOP_AGENTS_GUARDS_ALL", False):
         return
+    from starlette.datastructures import Headers  # lazy: loop_agents/lazy_imports.py
+    from starlette.responses import JSONResponse
 
     def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket") or scope.get("method") == "OPTIONS":
