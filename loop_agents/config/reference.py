@@ -29,6 +29,11 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
+from loop_agents.config import validate
+from loop_agents.config.load import compose
+from loop_agents.config.schema import RootConfig
 from loop_agents.envs.registry import BUILT_IN
 from loop_agents.envs.registry import family as registry_family
 
@@ -124,8 +129,6 @@ def schema_keys(root: type | None = None) -> list[tuple[str, type, dataclasses.F
 
     A nested settings block (llm.lora, env.turn_schedule) is listed as its own key and then its fields."""
     if root is None:
-        from loop_agents.config.schema import RootConfig
-
         root = RootConfig
     out: list[tuple[str, type, dataclasses.Field, str]] = []
 
@@ -147,7 +150,6 @@ def schema_keys(root: type | None = None) -> list[tuple[str, type, dataclasses.F
 
 def undocumented(root: type | None = None) -> list[str]:
     """Keys without a one-line meaning, and root sections without a class docstring."""
-    from loop_agents.config.schema import RootConfig
 
     root = root or RootConfig
     missing = [key for key, _, _, doc in schema_keys(root) if not doc]
@@ -190,7 +192,6 @@ def _num(value: float) -> str:
 
 
 def allowed(key: str, type_name: str) -> str:
-    from loop_agents.config import validate
 
     choices = getattr(validate, "CHOICES", {})
     if key in choices:
@@ -224,9 +225,6 @@ def _type(name: str) -> str:
 
 
 def _default_run() -> Any:
-    from omegaconf import OmegaConf
-
-    from loop_agents.config.load import compose
 
     return OmegaConf.to_container(compose([]), resolve=False)
 
@@ -328,7 +326,6 @@ def _presets_section(conf_dir: Path) -> list[str]:
 
 
 def render(conf_dir: Path = CONF_DIR) -> str:
-    from loop_agents.config.schema import RootConfig
 
     run = _default_run()
     lines = [

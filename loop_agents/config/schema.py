@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 
@@ -281,6 +282,4 @@ class RootConfig:
 
 def register_schema() -> None:
     """Register the root schema so that `conf/config.yaml` can list `schema` in its defaults."""
-    from hydra.core.config_store import ConfigStore
-
     ConfigStore.instance().store(name="schema", node=RootConfig)
