@@ -6,8 +6,8 @@ Splits (scenarios x 3 tasks; `--scenarios` takes these names): the classic `trai
 (6), `test_challenge` (6), and since issue 39, planned after them so that every classic task keeps its id and bytes:
 `dev_held_out` (10 more dev scenarios, appended to dev.txt with ids "x..." that sort after the classic ones: the
 held-out set `eval.held_out_tasks` reports on), and the hard tier of `experiment=appworld_hard`, families with no
-scripted warm start (data_builder/templates/hard.py): `train_hard` (160), `dev_hard` (10) and `dev_hard_held_out`
-(10, appended to dev_hard.txt, ids "x..."). `--scenarios` sizes every part it names and leaves the others out.
+scripted warm start (data_builder/templates/hard.py): `train_hard` (168), `dev_hard` (14) and `dev_hard_held_out`
+(14, appended to dev_hard.txt, ids "x..."). `--scenarios` sizes every part it names and leaves the others out.
 
 Runs with any Python: when `appworld` is not importable (the main venv), it re-executes itself with
 the AppWorld venv's interpreter (`.venv-appworld/bin/python`, made by scripts/install_appworld.sh),

@@ -94,7 +94,7 @@ def _assert_solutions_pass(root: Path, ids: list[str]) -> None:
 
 
 # The extra parts of issue 39 on top of the fixture's classic sizes: dev's held-out scenario, the hard tier.
-EXTRA_SIZES = SMALL_SIZES + ",dev_held_out=1,train_hard=1,dev_hard=5,dev_hard_held_out=1"
+EXTRA_SIZES = SMALL_SIZES + ",dev_held_out=1,train_hard=1,dev_hard=7,dev_hard_held_out=1"
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +119,8 @@ def test_extra_parts_leave_the_classic_tasks_unchanged(appworld_root, extended_r
                 twin = extended_root / path.relative_to(appworld_root)
                 assert path.read_bytes() == twin.read_bytes(), path
     hard_dev = split_task_ids(extended_root, "dev_hard")
-    assert len(hard_dev) == 18 and all(t.startswith("x") for t in sorted(hard_dev)[15:])
-    assert not any(t.startswith("x") for t in sorted(hard_dev)[:15])
+    assert len(hard_dev) == 24 and all(t.startswith("x") for t in sorted(hard_dev)[21:])
+    assert not any(t.startswith("x") for t in sorted(hard_dev)[:21])
 
 
 def test_hard_tier_has_every_hard_family_and_no_demonstration(extended_root):

@@ -40,7 +40,8 @@ EXTRA_PARTS = {
     "dev_hard": ("dev_hard", "hard", False),
     "dev_hard_held_out": ("dev_hard", "hard", True),
 }  # part -> (split file, template family, held-out ids)
-EXTRA_SPLIT_SIZES = {"dev_held_out": 10, "train_hard": 160, "dev_hard": 10, "dev_hard_held_out": 10}
+# hard: 7 families (templates/hard.py), 2 dev scenarios of each for selection and 2 held out, 24 train scenarios
+EXTRA_SPLIT_SIZES = {"dev_held_out": 10, "train_hard": 168, "dev_hard": 14, "dev_hard_held_out": 14}
 DEFAULT_SPLIT_SIZES = {**CLASSIC_SPLIT_SIZES, **EXTRA_SPLIT_SIZES}
 PARTS = tuple(DEFAULT_SPLIT_SIZES)
 HELD_OUT_PREFIX = "x"  # > every hex digit

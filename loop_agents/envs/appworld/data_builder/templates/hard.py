@@ -11,7 +11,12 @@ a policy that starts from that warm start has to learn them by RL. Each one brea
   complete a project's due tasks, never this);
 - `venmo_total_sent` (no script): the money *sent to* a friend, where the script sums what was received;
 - `venmo_pay_then_note_line` (new composition, longer horizon): pay a friend, then append a line to a note,
-  two scripted steps of two apps the scripts never chain (6 tests, 5-6 cells).
+  two scripted steps of two apps the scripts never chain (6 tests, 5-6 cells);
+- `venmo_pay_friend_trailing_distractor`, `todoist_complete_due_trailing_distractor` (distractor, within reach):
+  a scripted task with one more sentence that quotes another friend / project after the values, so the script's
+  reads are still right. Added to give RL some full successes at the start; measured, they do not: the 0.6 M
+  warm model writes broken cells on any wording it was not trained on (seed 0: 0 of 96 episodes at temperature
+  0.3; benchmarks/results/appworld_hard_warm_start.json).
 
 Every family keeps the scripted families' conventions (names quoted, dates worded as in the instruction), so
 the values can be read the way the warm start reads them, only not at the positions it learned.
@@ -34,7 +39,11 @@ from loop_agents.envs.appworld.data_builder.templates.base import (
     only_changed_test,
 )
 from loop_agents.envs.appworld.data_builder.templates.notes import append_line
-from loop_agents.envs.appworld.data_builder.templates.todoist import _ALL_TASKS_CODE, _add_projects
+from loop_agents.envs.appworld.data_builder.templates.todoist import (
+    _ALL_TASKS_CODE,
+    _add_projects,
+    complete_due,
+)
 from loop_agents.envs.appworld.data_builder.templates.venmo import NOTES, add_friends, pay_friend
 
 
@@ -187,11 +196,37 @@ def pay_then_note_line(world: World, variant: int) -> TaskContent:
     )
 
 
+def pay_friend_trailing_distractor(world: World, variant: int) -> TaskContent:
+    content = pay_friend(world, variant)
+    friend, amount, note = (content.public_data[k] for k in ("friend", "amount", "note"))
+    other = world.rng.choice([f for f in world.contacts[: 3 + variant] if f.full_name != friend])
+    return replace(
+        content,
+        instruction=(
+            f"Send ${amount:.2f} to my friend '{friend}' on Venmo with the note '{note}'. Do not send anything "
+            f"to '{other.full_name}'."
+        ),
+        public_data={**content.public_data, "distractor": other.full_name},
+    )
+
+
+def complete_due_trailing_distractor(world: World, variant: int) -> TaskContent:
+    content = complete_due(world, variant)
+    name = content.public_data["project"]
+    others = sorted(p.name for p in world.models.todoist.Project.all() if p.name != name)
+    other = world.rng.choice(others)
+    return replace(content, instruction=f"{content.instruction} Leave my project '{other}' as it is.")
+
+
 HARD_TEMPLATES: tuple[Template, ...] = (
     Template("note_append_line_reordered", ("simple_note",), 1, False, append_line_reordered),
     Template("venmo_pay_friend_distractor", ("venmo",), 2, False, pay_friend_distractor),
     Template("todoist_count_open_in_project", ("todoist",), 2, False, count_open_in_project),
     Template("venmo_total_sent", ("venmo",), 2, False, total_sent),
     Template("venmo_pay_then_note_line", ("venmo", "simple_note"), 3, False, pay_then_note_line),
+    Template("venmo_pay_friend_trailing_distractor", ("venmo",), 1, False, pay_friend_trailing_distractor),
+    Template(
+        "todoist_complete_due_trailing_distractor", ("todoist",), 2, False, complete_due_trailing_distractor
+    ),
 )
 HARD_TEMPLATE_NAMES = frozenset(t.name for t in HARD_TEMPLATES)
