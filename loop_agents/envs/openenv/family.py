@@ -22,6 +22,8 @@ class OpenEnvFamily(EnvironmentFamily):
     settings_class = OpenEnvSettings
 
     def task_source(self, settings: OpenEnvSettings, cfg: Any) -> OpenEnvTaskSource:
+        if not (settings.url or settings.serve_family or settings.app):
+            self.check(cfg, settings)  # one line naming the three ways to give a server
         return OpenEnvTaskSource(settings)
 
     def agent(self, cfg: Any) -> TextActionAgent:
@@ -34,6 +36,11 @@ class OpenEnvFamily(EnvironmentFamily):
         """A running server (`url`) answers with a schema that fits; a family to serve or borrow from exists."""
         from loop_agents.envs.registry import family_names
 
+        if not (settings.url or settings.serve_family or settings.app):
+            raise ConfigError(
+                "env.options: env=openenv needs a server: env.options.url=http://127.0.0.1:PORT (running), "
+                "env.options.serve_family=<one of our families> or env.options.app=module:attribute (started here)"
+            )
         for key in ("serve_family", "demonstrations_from"):
             value = getattr(settings, key)
             if value and (value == self.name or value not in family_names()):

@@ -63,7 +63,7 @@ class OpenEnvSettings:
 
     def __post_init__(self) -> None:
         sources = [key for key in ("url", "serve_family", "app") if getattr(self, key)]
-        if len(sources) != 1:
+        if len(sources) > 1:  # none at all is refused by the start-up check (the preset alone must compose)
             raise ValueError(
                 "env.options: give exactly one of url (a running OpenEnv server), serve_family (one of ours, started "
                 f"here) or app (module:attribute, started here); got {', '.join(sources) or 'none'}"
