@@ -36,7 +36,7 @@ def run(
     steps: int = 3,
     group: int = 4,
     tasks_per_step: int = 2,
-    warm_demos: int = 800,
+    warm_demos: int = 400,
     warm_epochs: int = 3,
     timeout_s: int = 2400,
 ) -> dict:
@@ -60,8 +60,8 @@ def run(
             "group": group,
             "batch": group * tasks_per_step,
             "steps": steps,
-            "max_new_tokens": 64,
-            "max_turns": 6,
+            "max_new_tokens": 256,  # the whole multi-turn completion (tool replies count)
+            "max_turns": 4,
             "lr": 1e-4,
             "threads": 2,
             # the tool-call warm start: solver episodes on train tasks after GRPO's

@@ -109,7 +109,7 @@ def warm_start(model_dir: str, tokenizer, system: str, indices: list[int], epoch
                 messages.append({"role": "tool", "name": "act", "content": message["content"]})
         texts.append(tokenizer.apply_chat_template(messages, tools=[act], tokenize=False))
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     started, losses = time.perf_counter(), []
     for _ in range(epochs):
         order = list(range(len(texts)))
