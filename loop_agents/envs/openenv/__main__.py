@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from loop_agents.envs.openenv.server import serve, served_family
 from loop_agents.errors import ConfigError
 
 
@@ -26,8 +27,6 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one, printed)")
     serve_cmd.add_argument("--max-sessions", type=int, default=64, help="concurrent OpenEnv sessions")
     args = parser.parse_args(argv)
-
-    from loop_agents.envs.openenv.server import serve, served_family
 
     try:
         served = served_family(args.family, args.overrides)

@@ -12,6 +12,8 @@ from typing import Any
 from loop_agents.envs.family import EnvironmentFamily
 from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe
 from loop_agents.envs.openenv.settings import OpenEnvSettings
+from loop_agents.envs.registry import family, family_names
+from loop_agents.envs.settings import env_settings, typed
 from loop_agents.errors import ConfigError
 from loop_agents.rollout.text_agent import DEFAULT_SYSTEM_PROMPT, TextActionAgent
 
@@ -27,14 +29,12 @@ class OpenEnvFamily(EnvironmentFamily):
         return OpenEnvTaskSource(settings)
 
     def agent(self, cfg: Any) -> TextActionAgent:
-        from loop_agents.envs.settings import env_settings
 
         prompt = env_settings(cfg).system_prompt
         return TextActionAgent(system_prompt=prompt or DEFAULT_SYSTEM_PROMPT)
 
     def check(self, cfg: Any, settings: OpenEnvSettings) -> None:
         """A running server (`url`) answers with a schema that fits; a family to serve or borrow from exists."""
-        from loop_agents.envs.registry import family_names
 
         if not (settings.url or settings.serve_family or settings.app):
             raise ConfigError(
@@ -56,8 +56,6 @@ class OpenEnvFamily(EnvironmentFamily):
 
     def _lender(self, settings: OpenEnvSettings) -> tuple[EnvironmentFamily, Any]:
         """The family whose demonstrations stand for the served environment's, and its typed settings."""
-        from loop_agents.envs.registry import family
-        from loop_agents.envs.settings import typed
 
         lender = family(str(settings.demonstrations_from))
         options = dict(settings.demonstration_options)

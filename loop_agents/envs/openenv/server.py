@@ -18,13 +18,22 @@ import socket
 import uuid
 from typing import Any
 
+import uvicorn
 from fastapi import HTTPException
 from openenv.core.env_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from loop_agents.config.load import compose
 from loop_agents.envs.openenv.wire import LoopAction, LoopObservation, LoopState
 from loop_agents.envs.protocol import Evaluation
+from loop_agents.envs.selected import (
+    check_environment,
+    close_task_source,
+    make_task_source,
+    prepare_environment,
+    start_task_source,
+)
 
 
 def jsonable(value: Any) -> Any:
@@ -147,7 +156,6 @@ class FamilyEnvironment(Environment[LoopAction, LoopObservation, LoopState]):
 
 def build_app(served: ServedFamily, max_sessions: int = 64) -> Any:
     """OpenEnv's app over `served` (its task source started at start-up, closed at shutdown) plus `/tasks/{split}`."""
-    from loop_agents.envs.selected import close_task_source, start_task_source
 
     app = create_app(
         lambda: FamilyEnvironment(served),
@@ -178,8 +186,6 @@ def build_app(served: ServedFamily, max_sessions: int = 64) -> Any:
 
 def served_family(family: str, overrides: list[str]) -> ServedFamily:
     """Compose `env=<family>` with `overrides` as a run would, check it, and make its task source."""
-    from loop_agents.config.load import compose
-    from loop_agents.envs.selected import check_environment, make_task_source, prepare_environment
 
     cfg = compose([f"env={family}", *overrides])
     check_environment(cfg)
@@ -190,7 +196,6 @@ def served_family(family: str, overrides: list[str]) -> ServedFamily:
 def serve(served: ServedFamily, port: int = 0, max_sessions: int = 64) -> None:
     """Serve on 127.0.0.1:`port` (0: a free one) until stopped; prints `[openenv] serving <family> on <url>` once
     the task source has started (a launcher reads the URL from that line)."""
-    import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
