@@ -7,33 +7,24 @@ free port itself, so no port can be taken between choosing and binding).
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 
-import httpx
-
-from loop_agents.child_process import die_with_parent
-from loop_agents.envs.agentgym.launcher import free_port
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.redaction import child_environment
+from loop_agents.envs.server_process import LocalServerProcess, answers_health, free_port
 
 SERVING = re.compile(r"\[openenv\] serving \S+ on (http://127\.0\.0\.1:\d+)")
 
 
-class OpenEnvServerProcess:
+class OpenEnvServerProcess(LocalServerProcess):
     """One local OpenEnv server process; `start()` again after it died starts a new one (a new port)."""
 
     def __init__(self, settings: OpenEnvSettings) -> None:
+        super().__init__()
         self.settings = settings
-        self.process: subprocess.Popen | None = None
         self.url: str | None = None
         self.starts = 0
-        self._log = tempfile.TemporaryFile()
 
     @property
     def what(self) -> str:
@@ -58,9 +49,7 @@ class OpenEnvServerProcess:
         cmd, self.url = self.command()
         self._log.seek(0)
         self._log.truncate()
-        self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-                                        preexec_fn=die_with_parent,
-                                        env=child_environment({"PYTHONUNBUFFERED": "1"}))  # fmt: skip
+        self.launch(cmd)
         self.starts += 1
         deadline = time.monotonic() + self.settings.start_timeout_s
         while time.monotonic() < deadline:
@@ -70,35 +59,9 @@ class OpenEnvServerProcess:
             if self.url is None:
                 found = SERVING.search(self.log_tail(100_000))
                 self.url = found.group(1) if found else None
-            if self.url is not None:
-                try:
-                    if httpx.get(f"{self.url}/health", timeout=2.0).status_code == 200:
-                        return self.url
-                except httpx.HTTPError:
-                    pass
+            if self.url is not None and answers_health(self.url):
+                return self.url
             time.sleep(0.2)
         tail = self.log_tail(600)
         self.stop()
         raise TimeoutError(f"{self.what} not ready after {self.settings.start_timeout_s} s: {tail!r}")
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self, chars: int = 3000) -> str:
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")[-chars:]
-
-    def kill(self) -> None:
-        """SIGKILL the server's process group (a test of the restart uses it)."""
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self, grace_s: float = 5.0) -> None:
-        if not self.alive():
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
