@@ -46,7 +46,7 @@ from loop_agents.eval.goal_completion import (
 )
 from loop_agents.eval.result_lines import parse_and_log_line
 from loop_agents.eval.results_file import append_result, result_record
-from loop_agents.eval.score_inputs import Inputs, RunSource, remove_linked_root, resolve_inputs
+from loop_agents.eval.score_inputs import SCORED_FAMILY, Inputs, RunSource, remove_linked_root, resolve_inputs
 from loop_agents.eval.tables import goal_completion_table, summarize_runs
 
 PROG = "parse_and_log"
@@ -63,9 +63,6 @@ KEYS = {
     "trust_unsigned": str,
 }
 WANDB_MODES = ("offline", "online", "disabled")
-# This tool is the AppWorld paper's TGC/SGC script by contract (its `appworld_root=`, `scenarios=appworld`): it scores
-# through that family's object (official evaluator, scenarios, behaviour rows), never by importing its package.
-SCORED_FAMILY = "appworld"
 
 
 # ---------------------------------------------------------------------------------------- scoring

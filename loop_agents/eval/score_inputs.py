@@ -19,6 +19,9 @@ from loop_agents.eval.cli_args import UsageError
 from loop_agents.rollout.trajectory import Trajectory
 
 MANIFEST = "evaluate_manifest.json"  # what scripts/evaluate.py writes into its out dir
+# This tool is the AppWorld paper's TGC/SGC script by contract (its `appworld_root=`, `scenarios=appworld`): it scores
+# through that family's object (official evaluator, scenarios, behaviour rows), never by importing its package.
+SCORED_FAMILY = "appworld"
 
 
 @dataclass
@@ -44,7 +47,7 @@ class Inputs:
 
 # ---------------------------------------------------------------------------------------- inputs
 def _default_root(explicit: str | None) -> Path:
-    return family("appworld").official.default_root(explicit)
+    return family(SCORED_FAMILY).official.default_root(explicit)
 
 
 def _linked_root(data_root: Path, experiment_dir: Path) -> Path:
