@@ -15,6 +15,7 @@ from loop_agents.config.schema import RootConfig
 from loop_agents.config.validate import ConfigError, validate
 from loop_agents.eval.cli_args import UsageError
 from loop_agents.orchestration.components import latest_checkpoint, resolve_model
+from loop_agents.orchestration.held_out import START_ADAPTER
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
 
 PROG = "evaluate"  # the prefix of the evaluation's messages
@@ -37,11 +38,15 @@ class Target:
 
 
 def _run_dir_of(checkpoint: Path) -> Path | None:
-    """`<run>/checkpoints/<name>` -> `<run>` when `<run>/config.yaml` exists."""
-    parent = checkpoint.parent
-    if parent.name == "checkpoints" and (parent.parent / "config.yaml").is_file():
-        return parent.parent
-    return None
+    """`<run>/checkpoints/<name>` or the run's iteration-0 copy `<run>/held_out_adapters/start` -> `<run>` when
+    `<run>/config.yaml` exists (the start copy is the warm start's policy: compare= it to measure RL's gain)."""
+    if checkpoint.parent.name == "checkpoints":
+        run = checkpoint.parent.parent
+    elif checkpoint.as_posix().endswith("/" + START_ADAPTER):
+        run = checkpoint.parents[1]
+    else:
+        return None
+    return run if (run / "config.yaml").is_file() else None
 
 
 def resolve_checkpoint(spec: str) -> Target:

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from loop_agents.checkpoint_eval.cli import main
 from loop_agents.checkpoint_eval.eval_target import resolve_checkpoint
+from loop_agents.orchestration.held_out import START_ADAPTER
 from loop_agents.rollout.trajectory import load_trajectories
 
 REPO = Path(__file__).resolve().parents[2]
@@ -269,6 +270,13 @@ def test_checkpoint_resolution(run_dir, tmp_path):
     outside = resolve_checkpoint(str(tmp_path / "best"))  # a copied checkpoint: no run, config from conf/
     assert outside.run_dir is None and outside.run_config is None
     assert resolve_checkpoint("base").adapter is None
+    start = run_dir / START_ADAPTER  # the warm start's policy, kept by the run: compare= it for RL's gain
+    shutil.copytree(run_dir / "checkpoints" / "checkpoint-1" / "adapter", start)
+    try:
+        target = resolve_checkpoint(str(start))
+        assert (target.label, target.adapter, target.run_dir) == ("start", start, run_dir)
+    finally:
+        shutil.rmtree(start.parent)
 
 
 def test_compare_takes_the_checkpoints_seed_and_its_own_out(run_dir, tmp_path):
