@@ -149,10 +149,16 @@ def schema_keys(root: type | None = None) -> list[tuple[str, type, dataclasses.F
 
 
 def undocumented(root: type | None = None) -> list[str]:
-    """Keys without a one-line meaning, and root sections without a class docstring."""
+    """Keys without a one-line meaning (the schema's and, for the full schema, every built-in family's
+    `env.options`), and root sections without a class docstring."""
 
+    missing = [key for key, _, _, doc in schema_keys(root or RootConfig) if not doc]
+    if root is None:
+        for names, cls in _family_settings():
+            missing += [
+                f"env.options.{key} ({names[0]})" for key, doc in class_field_docs(cls).items() if not doc
+            ]
     root = root or RootConfig
-    missing = [key for key, _, _, doc in schema_keys(root) if not doc]
     for f in dataclasses.fields(root):
         nested = _nested_class(root, f.name)
         if nested is not None and not _class_doc(nested):

@@ -39,26 +39,28 @@ class OpenEnvSettings:
     app: str | None = None  # or start any OpenEnv app `module:attribute` with uvicorn on 127.0.0.1
     max_sessions: int = 64  # concurrent sessions of a server started here
     tasks: str = "server"  # how splits map: server | seeds (see the module docstring)
+    # tasks=seeds: split name -> [first seed, count]; its task ids are `seed-<n>`
     splits: dict[str, list[int]] = field(
         default_factory=lambda: {"train": [0, 1000], "dev": [1_000_000, 100], "test": [2_000_000, 100]}
     )
-    reset_kwargs: dict[str, Any] = field(default_factory=dict)
-    action_field: str = "text"
-    action_template: str = "{action}"
-    action_extra: dict[str, Any] = field(default_factory=dict)
+    reset_kwargs: dict[str, Any] = field(default_factory=dict)  # extra keyword arguments of every reset
+    action_field: str = "text"  # the action's field that carries the agent's text
+    action_template: str = "{action}"  # how the agent's text is written into action_field ({action} required)
+    action_extra: dict[str, Any] = field(default_factory=dict)  # fixed fields sent with every action
+    # the observation's field the agent reads; empty: its one string field, else the whole observation as JSON
     observation_field: str = ""
-    info_field: str = "info"
+    info_field: str = "info"  # the reset observation's dict field of task facts (its `system_prompt`, if any)
     system_prompt: str | None = None  # the agent's system prompt when the reset gives none
-    score: str = "sum"
-    success_field: str = "success"
-    success_threshold: float = 1.0
-    finish_field: str = "finish"
+    score: str = "sum"  # the episode's score from its step rewards: sum | last
+    success_field: str = "success"  # a boolean observation field read at the end as success, when present
+    success_threshold: float = 1.0  # else success = score >= this
+    finish_field: str = "finish"  # an episode cut by the turn budget is ended with {this: true} when offered
     # warm start: the demonstrations (and warm-start checks) of one of our families whose tasks the server serves
     # under the same ids and texts (e.g. bundled, with serve_family=bundled), typed by that family's settings
     demonstrations_from: str | None = None
-    demonstration_options: dict[str, Any] = field(default_factory=dict)
+    demonstration_options: dict[str, Any] = field(default_factory=dict)  # that family's env.options
     connect_timeout_s: float = 30.0  # the WebSocket handshake (10 s timed out once at load 20 on 2 cores)
-    message_timeout_s: float = 60.0
+    message_timeout_s: float = 60.0  # one reset, step or /tasks reply; longer is a server failure
     start_timeout_s: float = 180.0  # a server started here: until it answers /health
 
     def __post_init__(self) -> None:
