@@ -25,8 +25,9 @@ import time
 import httpx
 
 from loop_agents.envs.appworld.config import AppWorldConfig
-from loop_agents.envs.appworld.server import free_port, host_environment
+from loop_agents.envs.appworld.server import host_environment
 from loop_agents.envs.appworld.task_source import AppWorldTaskSource
+from loop_agents.ports import free_port
 
 CELLS = ["print(apis.supervisor.show_profile())", "x = 1", "print(x + 1)"]
 

@@ -29,8 +29,9 @@ from pathlib import Path
 import httpx
 
 from loop_agents.envs.appworld.config import REPO_ROOT, AppWorldConfig
-from loop_agents.envs.appworld.server import free_port, host_command, host_environment
+from loop_agents.envs.appworld.server import host_command, host_environment
 from loop_agents.envs.appworld.splits import split_task_ids
+from loop_agents.ports import free_port
 
 CELLS = ["print(apis.supervisor.show_profile())", "x = 1", "print(x + 1)"]
 

@@ -96,9 +96,9 @@ def train_once(side: str, base: Path) -> dict:
 
 def bare_once(model: Path, base: Path) -> dict:
     """`python -m vllm.entrypoints.openai.api_server --model <model>` (vLLM's defaults) to its first completion."""
-    from loop_agents.inference.launch import find_free_port
+    from loop_agents.ports import free_port
 
-    port = find_free_port()
+    port = free_port()
     log = base / f"bare_{int(time.time() * 1000)}.log"
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host",
            "127.0.0.1", "--port", str(port), "--max-model-len", "2048"]  # fmt: skip

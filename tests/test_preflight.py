@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from loop_agents.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_S = 10.0
@@ -42,12 +43,6 @@ def _one_line_exit_2(done: subprocess.CompletedProcess, seconds: float) -> str:
     assert len(lines) == 1, lines  # one line; no traceback, no supervisor restart
     assert seconds < LIMIT_S, f"took {seconds:.1f} s"
     return lines[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_run_dir_that_is_a_file(tmp_path: Path) -> None:
@@ -161,7 +156,7 @@ def test_local_model_dir_without_config(tmp_path: Path) -> None:
 
 
 def test_agentgym_server_that_refuses_connections(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     done = _train(f"env.options.url={url}", f"run.dir={tmp_path / 'run'}", preset="env=agentgym_http")
     line = _one_line_exit_2(*done)
     assert line == (
@@ -171,7 +166,7 @@ def test_agentgym_server_that_refuses_connections(tmp_path: Path) -> None:
 
 
 def test_ray_cluster_that_is_not_there(tmp_path: Path) -> None:
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     line = _one_line_exit_2(*_train(f"ray.address={address}", f"run.dir={tmp_path / 'run'}"))
     assert line == (
         f"ray error: ray.address={address} is not reachable (Connection refused); start the Ray head there "

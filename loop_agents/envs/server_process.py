@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 
@@ -17,13 +16,6 @@ import httpx
 
 from loop_agents.child_process import die_with_parent
 from loop_agents.redaction import child_environment
-
-
-def free_port() -> int:
-    """A TCP port that is free on 127.0.0.1 right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def answers_health(url: str) -> bool:

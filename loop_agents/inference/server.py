@@ -25,8 +25,9 @@ from loop_agents.inference.adapter_check import validate_adapter_dir
 from loop_agents.inference.api_key import auth_headers, ensure_run_key
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.errors import AdapterError, InferenceServerError
-from loop_agents.inference.launch import find_free_port, port_is_free, server_command, server_environment
+from loop_agents.inference.launch import server_command, server_environment
 from loop_agents.inference.process import ServerProcess, kill_process_tree
+from loop_agents.ports import free_port, port_is_free
 
 _GENERATED_TOKENS = re.compile(r"^vllm:generation_tokens_total\{[^}]*\} (\S+)", re.M)
 
@@ -96,7 +97,7 @@ class VLLMServer:
                     raise InferenceServerError(_port_in_use_message(self._port))
                 self._port = None  # our own previous port was taken meanwhile: pick another
             if self._port is None:
-                self._port = find_free_port(self.config.host)
+                self._port = free_port(self.config.host)
             started = time.monotonic()
             cmd = server_command(self.config, self._port)
             process = ServerProcess(cmd, server_environment(self.config), self.log_path)

@@ -11,8 +11,8 @@ import torch
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.errors import InvalidInferenceRequest
-from loop_agents.inference.launch import find_free_port
 from loop_agents.inference.protocol import SamplingParams
+from loop_agents.ports import free_port
 from tests.inference.conftest import MAX_MODEL_LEN, SERVED_NAME, assert_served
 from tests.vllm_metrics import metric_sum
 
@@ -171,7 +171,7 @@ def test_cancellation_releases_the_request(vllm_server):
 
 def test_dead_server_in_the_list_is_skipped_after_one_failure(vllm_server):
     """Two servers behind one client, one of them down: every request still succeeds, the dead one cools down."""
-    dead = f"http://127.0.0.1:{find_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
 
     async def main():
         config = ClientConfig(request_timeout_s=10, max_retries=2, backoff_base_s=0.05, server_cooldown_s=60)

@@ -145,7 +145,7 @@ def test_accelerate_launch_cpu_one_process(tmp_path: Path) -> None:
 @pytest.fixture
 def ray_head(tmp_path_factory):
     """`ray start --head --node-ip-address 127.0.0.1` in its own temp dir; stopped afterwards by its own pids."""
-    from loop_agents.envs.agentgym.launcher import free_port
+    from loop_agents.ports import free_port
 
     port = free_port()
     temp_dir = Path(f"/tmp/ray_{uuid.uuid4().hex[:8]}")  # short: Ray's unix socket paths are length-limited

@@ -8,8 +8,9 @@ beside AgentGym's, field for field, in docs/agentgym_conformance.md.
 from loop_agents.envs.agentgym.client import AgentGymEnvClient, AgentGymRequestError, parse_item_id
 from loop_agents.envs.agentgym.config import AgentGymEnvConfig
 from loop_agents.envs.agentgym.games import ENV_NAMES
-from loop_agents.envs.agentgym.launcher import EnvServerProcess, free_port
+from loop_agents.envs.agentgym.launcher import EnvServerProcess
 from loop_agents.envs.agentgym.task_source import AgentGymTaskSource
+from loop_agents.ports import free_port
 
 __all__ = [
     "ENV_NAMES",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from loop_agents.envs.server_process import LocalServerProcess, answers_health, free_port
+from loop_agents.envs.server_process import LocalServerProcess, answers_health
+from loop_agents.ports import free_port
 
 __all__ = ["EnvServerProcess", "free_port"]
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.host_factory import HostFactory
-from loop_agents.envs.appworld.server import AppWorldServer, ServerError, free_port, probe_sandbox
+from loop_agents.envs.appworld.server import AppWorldServer, ServerError, probe_sandbox
 from loop_agents.envs.appworld.splits import first_task_id
+from loop_agents.ports import free_port
 
 log = logging.getLogger(__name__)
 

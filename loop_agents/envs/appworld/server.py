@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -78,12 +77,6 @@ def probe_sandbox(config: AppWorldConfig) -> str:
     if done.returncode != 0 or not done.stdout.strip():
         raise ServerError(f"AppWorld sandbox probe failed (rc {done.returncode}): {done.stderr[-2000:]}")
     return done.stdout.strip().splitlines()[-1]
-
-
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 class AppWorldServer:

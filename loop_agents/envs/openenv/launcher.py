@@ -12,7 +12,8 @@ import sys
 import time
 
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.envs.server_process import LocalServerProcess, answers_health, free_port
+from loop_agents.envs.server_process import LocalServerProcess, answers_health
+from loop_agents.ports import free_port
 
 SERVING = re.compile(r"\[openenv\] serving \S+ on (http://127\.0\.0\.1:\d+)")
 

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 
-from loop_agents.envs.agentgym import free_port
+from loop_agents.ports import free_port
 
 
 def _start(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
