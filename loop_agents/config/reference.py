@@ -19,162 +19,30 @@ moved it.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
-import io
-import re
 import sys
-import tokenize
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
 from loop_agents.config import validate
+from loop_agents.config.field_docs import (
+    class_doc,
+    class_field_docs,
+    family_settings,
+    field_default,
+    nested_class,
+    schema_keys,
+    undocumented,
+)
 from loop_agents.config.load import compose
 from loop_agents.config.schema import RootConfig
-from loop_agents.envs.registry import BUILT_IN
-from loop_agents.envs.registry import family as registry_family
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = Path("docs") / "reference" / "configuration.md"
 CONF_DIR = ROOT / "conf"
 PRESET_GROUPS = ("llm", "gpu_allocation", "algorithm", "env", "experiment", "accelerate")
-# Families whose env.options are documented (built in); families sharing a settings class are listed together.
-_TYPE_IGNORE = re.compile(r"^type:\s*ignore(\[[^\]]*\])?\s*#?\s*")
-
-
-class UndocumentedKey(Exception):
-    """A schema field has no one-line meaning (no trailing comment and no comment block above it)."""
-
-
-def _comments(source: str) -> dict[int, str]:
-    """line number -> the text of the comment on that line (without `#`)."""
-    out = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            out[tok.start[0]] = tok.string.lstrip("#").strip()
-    return out
-
-
-def _is_comment_only(line: str) -> bool:
-    return line.strip().startswith("#")
-
-
-@dataclasses.dataclass(frozen=True)
-class FieldDoc:
-    name: str
-    type: str
-    doc: str  # "" when the field has none
-
-
-def class_field_docs(cls: type) -> dict[str, str]:
-    """The one-line meaning of each field of dataclass `cls`, read from its source's comments ("" if none)."""
-    source = inspect.getsource(sys.modules[cls.__module__])
-    lines = source.splitlines()
-    comments = _comments(source)
-    tree = ast.parse(source)
-    node = next(
-        (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls.__name__),
-        None,
-    )
-    if node is None:
-        raise UndocumentedKey(f"class {cls.__name__} not found in {cls.__module__}")
-    docs: dict[str, str] = {}
-    for stmt in node.body:
-        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
-            continue
-        inline = [
-            comments[n] for n in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1) if n in comments
-        ]
-        inline = [_TYPE_IGNORE.sub("", c).strip() for c in inline]
-        inline = [c for c in inline if c and not c.startswith("fmt:")]
-        if inline:
-            docs[stmt.target.id] = " ".join(inline)
-            continue
-        above = []
-        n = stmt.lineno - 1
-        while n >= 1 and _is_comment_only(lines[n - 1]):
-            above.insert(0, comments.get(n, ""))
-            n -= 1
-        docs[stmt.target.id] = " ".join(c for c in above if c)
-    return docs
-
-
-def _fields(cls: type) -> list[FieldDoc]:
-    docs = class_field_docs(cls)
-    return [FieldDoc(f.name, str(f.type), docs.get(f.name, "")) for f in dataclasses.fields(cls)]
-
-
-def _nested_class(cls: type, name: str) -> type | None:
-    for f in dataclasses.fields(cls):
-        if f.name == name and f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            value = f.default_factory()  # type: ignore[misc]
-            if dataclasses.is_dataclass(value):
-                return type(value)
-    return None
-
-
-def _default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
-    return dataclasses.MISSING
-
-
-def schema_keys(root: type | None = None) -> list[tuple[str, type, dataclasses.Field, str]]:
-    """(dotted key, owning class, field, meaning) for every key of the schema, depth first in schema order.
-
-    A nested settings block (llm.lora, env.turn_schedule) is listed as its own key and then its fields."""
-    if root is None:
-        root = RootConfig
-    out: list[tuple[str, type, dataclasses.Field, str]] = []
-
-    def walk(cls: type, prefix: str) -> None:
-        docs = class_field_docs(cls)
-        for f in dataclasses.fields(cls):
-            key = f"{prefix}{f.name}"
-            nested = _nested_class(cls, f.name)
-            if (
-                prefix
-            ):  # the root's sections (run, llm, ...) are headings, documented by their class docstring
-                out.append((key, cls, f, docs.get(f.name, "")))
-            if nested is not None:
-                walk(nested, key + ".")
-
-    walk(root, "")
-    return out
-
-
-def undocumented(root: type | None = None) -> list[str]:
-    """Keys without a one-line meaning (the schema's and, for the full schema, every built-in family's
-    `env.options`), and root sections without a class docstring."""
-
-    missing = [key for key, _, _, doc in schema_keys(root or RootConfig) if not doc]
-    if root is None:
-        for names, cls in _family_settings():
-            missing += [
-                f"env.options.{key} ({names[0]})" for key, doc in class_field_docs(cls).items() if not doc
-            ]
-    root = root or RootConfig
-    for f in dataclasses.fields(root):
-        nested = _nested_class(root, f.name)
-        if nested is not None and not _class_doc(nested):
-            missing.append(f"{f.name} (section: {nested.__name__} has no docstring)")
-    return missing
-
-
-def _class_doc(cls: type) -> str:
-    """The class's own docstring in one line ("" for a dataclass without one: its __doc__ is its signature)."""
-    doc = cls.__dict__.get("__doc__") or ""
-    if doc.startswith(cls.__name__ + "("):
-        return ""
-    return " ".join(doc.split())
-
-
-# ----------------------------------------------------------------------------------------------- formatting
 
 
 def _code(value: Any) -> str:
@@ -250,7 +118,7 @@ def _schema_table(keys: list[tuple[str, type, dataclasses.Field, str]], run: Any
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for key, _, f, doc in keys:
-        default = _default(f)
+        default = field_default(f)
         if dataclasses.is_dataclass(default):
             lines.append(f"| `{key}` | settings block | | | | {_cell(doc)} |")
             continue
@@ -259,16 +127,6 @@ def _schema_table(keys: list[tuple[str, type, dataclasses.Field, str]], run: Any
         cells = [f"`{key}`", _type(str(f.type)), _code(default), in_run, allowed(key, str(f.type)), doc]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines
-
-
-def _family_settings() -> list[tuple[list[str], type]]:
-    """[(family names, settings class)] for the built-in families whose settings class can be found."""
-    found: dict[type, list[str]] = {}
-    for name in BUILT_IN:  # this package's families (not whatever plugins this machine has installed)
-        cls = registry_family(name).settings_class
-        if dataclasses.is_dataclass(cls):
-            found.setdefault(cls, []).append(name)
-    return [(names, cls) for cls, names in found.items()]
 
 
 def _env_options_section() -> list[str]:
@@ -281,7 +139,7 @@ def _env_options_section() -> list[str]:
         "are the class's; the presets under `conf/env/` and `conf/experiment/` set some of them.",
         "",
     ]
-    for names, cls in _family_settings():
+    for names, cls in family_settings():
         module = cls.__module__.replace(".", "/") + ".py"
         lines += [
             f"### {', '.join(f'`env={n}`' for n in names)}",
@@ -293,7 +151,12 @@ def _env_options_section() -> list[str]:
         ]
         docs = class_field_docs(cls)
         for f in dataclasses.fields(cls):
-            cells = [f"`env.options.{f.name}`", _type(str(f.type)), _code(_default(f)), docs.get(f.name, "")]
+            cells = [
+                f"`env.options.{f.name}`",
+                _type(str(f.type)),
+                _code(field_default(f)),
+                docs.get(f.name, ""),
+            ]
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         lines.append("")
     return lines
@@ -359,11 +222,11 @@ def render(conf_dir: Path = CONF_DIR) -> str:
         "",
     ]
     for f in dataclasses.fields(RootConfig):
-        section = _nested_class(RootConfig, f.name)
+        section = nested_class(RootConfig, f.name)
         if section is None:
             continue
         keys = [k for k in schema_keys(RootConfig) if k[0].split(".")[0] == f.name]
-        doc = _class_doc(section)
+        doc = class_doc(section)
         lines += [f"## `{f.name}`", "", doc, "", *_schema_table(keys, run), ""]
     lines += _env_options_section()
     lines += _presets_section(conf_dir)

@@ -8,21 +8,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loop_agents.config import reference
+from loop_agents.config import field_docs, reference
 from loop_agents.config.schema import RootConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_schema_key_has_its_one_line_meaning():
-    assert reference.undocumented() == []
-    keys = reference.schema_keys()
+    assert field_docs.undocumented() == []
+    keys = field_docs.schema_keys()
     assert len(keys) > 100 and all(doc for _, _, _, doc in keys)
 
 
 def test_the_page_lists_every_key_with_its_type_default_and_meaning():
     page = reference.render()
-    for key, _, _field, doc in reference.schema_keys():
+    for key, _, _field, doc in field_docs.schema_keys():
         row = next((line for line in page.splitlines() if line.startswith(f"| `{key}` |")), None)
         assert row is not None, key
         assert reference._cell(doc) in row, key
@@ -56,13 +56,13 @@ def test_a_field_without_a_meaning_fails_with_one_line(tmp_path, monkeypatch):
         documented: int = 1  # has its line
         bare: int = 2
 
-    assert reference.class_field_docs(Extra) == {"documented": "has its line", "bare": ""}
+    assert field_docs.class_field_docs(Extra) == {"documented": "has its line", "bare": ""}
 
     @dataclasses.dataclass
     class Root(RootConfig):
         extra: Extra = dataclasses.field(default_factory=Extra)
 
-    assert reference.undocumented(Root) == ["extra.bare"]
+    assert field_docs.undocumented(Root) == ["extra.bare"]
     monkeypatch.setattr(reference, "undocumented", lambda root=None: ["extra.bare"])
     problems = reference.check(ROOT)
     assert problems[0].startswith("schema key extra.bare has no one-line meaning")
@@ -76,7 +76,7 @@ def test_comments_above_and_across_lines_are_read():
         above: int = 0
         inline: int = 3  # a trailing comment inside the parentheses ruff format makes
 
-    assert reference.class_field_docs(Block) == {
+    assert field_docs.class_field_docs(Block) == {
         "above": "first line of a block second line",
         "inline": "a trailing comment inside the parentheses ruff format makes",
     }
