@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,10 @@ def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
     out = run_dir / "tiny_model"
     size = dict(cfg.llm.tiny)
     if not (out / "config.json").exists():
+        began = time.perf_counter()
+        print(f"[model] building the tiny test model into {out} (its tokenizer is trained here)", flush=True)
         build_tiny_model(out, TinyModelSpec(**size, chat_template=cfg.llm.chat_template, seed=cfg.run.seed))
+        print(f"[model] tiny model ready in {time.perf_counter() - began:.0f} s", flush=True)
     else:
         check_tiny_model_size(out, size)
     return str(out)

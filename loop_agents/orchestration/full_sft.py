@@ -108,6 +108,11 @@ def sft_full_weights(
     rng = random.Random(seed)
     model.train()
     losses = []
+    print(
+        f"[warm start] training all weights on {len(examples)} demonstrations: up to {epochs} epochs of "
+        f"{-(-len(examples) // batch_size)} steps",
+        flush=True,
+    )
     for epoch in range(1, epochs + 1):
         order = list(range(len(examples)))
         rng.shuffle(order)
