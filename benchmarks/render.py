@@ -8,8 +8,9 @@ recorded (`benchmarks/runner.py`); every run is also kept under `benchmarks/resu
 whose `benchmark` names their file are rendered (the other JSON files there, such as `demo_seeds.json`, have their
 own reports). `README_performance.md` is the summary table, the ratio definitions, then `NOTES.md` verbatim.
 `README.md` holds a short table of the benchmarks with a goal between `<!-- results:begin -->` and
-`<!-- results:end -->`; without the markers the README is left alone. The output depends only on the files: no
-clock, no git, rows in the registry's order.
+`<!-- results:end -->`, and the learning claims' table (`benchmarks/learning.py`, from each claim's raw file)
+between `<!-- learning:begin -->` and `<!-- learning:end -->`; without the markers the README is left alone.
+The output depends only on the files: no clock, no git, rows in the registry's order.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 import re
 import sys
 from pathlib import Path
+
+from benchmarks import learning
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_SUBDIR = Path("benchmarks") / "results"
@@ -168,11 +171,15 @@ def render_readme_block(results_dir: Path, registry=None) -> str:
     return "\n".join(lines)
 
 
-def _readme_block_span(text: str) -> tuple[int, int] | None:
-    begin, end = text.find(README_BEGIN), text.find(README_END)
+def _block_span(text: str, begin_marker: str, end_marker: str) -> tuple[int, int] | None:
+    begin, end = text.find(begin_marker), text.find(end_marker)
     if begin < 0 or end < begin:
         return None
-    return begin, end + len(README_END)
+    return begin, end + len(end_marker)
+
+
+def _readme_block_span(text: str) -> tuple[int, int] | None:
+    return _block_span(text, README_BEGIN, README_END)
 
 
 def rendered_files(root: Path, registry=None) -> dict[Path, str]:
@@ -181,10 +188,15 @@ def rendered_files(root: Path, registry=None) -> dict[Path, str]:
     out = {results_dir / REPORT_NAME: render_performance_page(results_dir, registry)}
     readme = root / "README.md"
     if readme.exists():
-        text = readme.read_text()
+        text = original = readme.read_text()
         span = _readme_block_span(text)
         if span is not None:
-            out[readme] = text[: span[0]] + render_readme_block(results_dir, registry) + text[span[1] :]
+            text = text[: span[0]] + render_readme_block(results_dir, registry) + text[span[1] :]
+        span = _block_span(text, learning.BEGIN, learning.END)
+        if span is not None:
+            text = text[: span[0]] + learning.render_block(root) + text[span[1] :]
+        if _readme_block_span(original) or _block_span(original, learning.BEGIN, learning.END):
+            out[readme] = text
     return out
 
 

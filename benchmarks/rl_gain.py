@@ -15,6 +15,7 @@ differences, and P(final > start), each with its stratified-bootstrap interval o
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import json
 import sys
 from pathlib import Path
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         f"of {summary['seeds']} seeds"
     )
     record = {"name": args.name, "split": args.split, "note": args.note, "git": git_info(),
+              "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
               "machine": machine_info(), "seeds": rows, "aggregate": summary}  # fmt: skip
     out = ROOT / "benchmarks" / "results" / f"{args.name}.json"
     out.write_text(json.dumps(record, indent=1) + "\n")

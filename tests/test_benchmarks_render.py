@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import render
+from benchmarks import learning, render
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -98,6 +98,28 @@ def test_a_readme_without_markers_is_left_alone(copy_root):
     readme = copy_root / "README.md"
     text = readme.read_text()
     start, end = text.index(render.README_BEGIN), text.index(render.README_END) + len(render.README_END)
+    text = text[:start] + text[end:]
+    start, end = text.index(learning.BEGIN), text.index(learning.END) + len(learning.END)
     readme.write_text(text[:start] + text[end:])
     assert readme not in render.rendered_files(copy_root)
     assert render.check(copy_root) == []
+
+
+def test_check_fails_on_a_hand_edited_learning_claim(copy_root):
+    """The learning table is rendered from each claim's raw file too (benchmarks/learning.py)."""
+    readme = copy_root / "README.md"
+    assert readme.read_text().count(learning.BEGIN) == 1
+    _replace_once(readme, "IQM +0.121 [+0.042, +0.204]", "IQM +0.151 [+0.042, +0.204]")
+    proc = _check(copy_root)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("[results] README.md:") and "0.151" in proc.stderr
+
+
+def test_a_new_seed_in_a_raw_file_moves_its_claim(copy_root):
+    path = copy_root / "benchmarks" / "results" / "appworld_demo_rl_gain.json"
+    record = json.loads(path.read_text())
+    record["aggregate"]["intervals_excluding_zero"] = 3
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    assert _check(copy_root).returncode == 1
+    render.write(copy_root)
+    assert "interval above 0 on 3 of 3 seeds" in (copy_root / "README.md").read_text()

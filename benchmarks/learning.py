@@ -1,0 +1,125 @@
+"""The README's learning table: one row per headline learning claim, each number computed from its raw file.
+
+`python -m benchmarks.render` writes it between `<!-- learning:begin -->` and `<!-- learning:end -->`, and its
+`--check` fails when a number there differs from what the files give, like the speed table. Aggregates over runs
+are rliable's (IQM with the stratified-bootstrap interval, `loop_agents/eval/stats.py`), seeded, so the text depends
+only on the files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from loop_agents.eval.stats import iqm_interval
+
+BEGIN = "<!-- learning:begin -->"
+END = "<!-- learning:end -->"
+RESULTS = Path("benchmarks") / "results"
+
+
+def _load(results: Path, name: str) -> dict:
+    return json.loads((results / name).read_text())
+
+
+def _signed(mean: float, low: float, high: float, digits: int = 3) -> str:
+    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def demo_row(results: Path) -> tuple[str, str, str, str]:
+    runs = [r for r in _load(results, "demo_seeds.json")["runs"] if "gain_points" in r]
+    gain = iqm_interval([r["gain_points"] for r in runs])
+    held = [r["held_out"] for r in runs if "final" in r.get("held_out", {})]
+    held_gain = iqm_interval([100 * (h["final"] - h["start"]) for h in held])
+    return (
+        f"`demo`: dev success after LOOP minus at the warm start ({len(runs)} evaluated runs, seeds × threads)",
+        f"IQM gain {_signed(gain.mean, gain.low, gain.high, 0)} points; {held[0]['tasks']} held-out tasks "
+        f"{_signed(held_gain.mean, held_gain.low, held_gain.high, 0)} ({len(held)} runs)",
+        max(r["date"] for r in runs)[:10],
+        "demo_seeds.json",
+    )
+
+
+def appworld_gain_row(results: Path) -> tuple[str, str, str, str]:
+    record = _load(results, "appworld_demo_rl_gain.json")
+    seeds, total = record["seeds"], record["aggregate"]
+    per_seed = ", ".join(_signed(s["final"]["mean"], s["final"]["low"], s["final"]["high"]) for s in seeds)
+    gain = total["iqm_gain"]
+    first = seeds[0]["final"]
+    return (
+        f"`appworld_demo`: the final policy minus the warm start's, paired on all {first['tasks']} dev tasks × "
+        f"{seeds[0]['runs']} runs ({len(seeds)} seeds)",
+        f"TGC {per_seed}; IQM {_signed(gain['mean'], gain['low'], gain['high'])}; interval above 0 on "
+        f"{total['intervals_excluding_zero']} of {len(seeds)} seeds",
+        record["date"][:10],
+        "appworld_demo_rl_gain.json",
+    )
+
+
+def appworld_runs_row(results: Path) -> tuple[str, str, str, str]:
+    from benchmarks.appworld_demo_runs import dev_scores
+
+    runs = [r for r in _load(results, "appworld_demo_runs.json")["runs"] if r.get("iterations") == 15]
+    scores = [s for r in runs if (s := dev_scores(r)) is not None]
+    gain = iqm_interval([s["gain"] for s in scores])
+    return (
+        f"`appworld_demo`: dev TGC after the warm start minus at it ({len(scores)} runs of 15 iterations, one "
+        "30-task evaluation each)",
+        f"IQM {_signed(gain.mean, gain.low, gain.high)}",
+        max(r.get("date", "") for r in runs)[:10],
+        "appworld_demo_runs.json",
+    )
+
+
+def openenv_row(results: Path) -> tuple[str, str, str, str]:
+    record = _load(results, "demo_openenv_run.json")
+    dev = record["dev_success_by_iteration"]
+    first, last = min(dev, key=int), max(dev, key=int)
+    low, high = record["dev_final_interval_95"]
+    held = record["held_out_400"]
+    return (
+        f"`demo_openenv`: LOOP through an OpenEnv server (seed {record['seed']})",
+        f"dev {dev[first]:.2f} → {dev[last]:.2f} [{low:.2f}, {high:.2f}]; 400 held-out tasks {held['start']:.2f} → "
+        f"{held['final_best']:.2f}",
+        record["date"][:10],
+        "demo_openenv_run.json",
+    )
+
+
+def hard_warm_start_row(results: Path) -> tuple[str, str, str, str]:
+    record = _load(results, "appworld_hard_warm_start.json")["design_2_committed"]["runs"]
+    seeds = sorted(key for key in record if re.fullmatch(r"seed_\d+", key))  # not the temperature variants
+    values = " / ".join(f"{record[s]['tgc']['mean']:.3f}" for s in seeds)
+    return (
+        f"`appworld_hard`: the scripted warm start on unscripted families (all {record[seeds[0]]['tgc']['n']} "
+        "dev_hard tasks)",
+        f"TGC {values} (seeds {', '.join(s.split('_')[1] for s in seeds)})",
+        max(record[s]["date"] for s in seeds)[:10],
+        "appworld_hard_warm_start.json",
+    )
+
+
+ROWS: tuple[Callable[[Path], tuple[str, str, str, str]], ...] = (
+    demo_row,
+    appworld_gain_row,
+    appworld_runs_row,
+    openenv_row,
+    hard_warm_start_row,
+)
+
+
+def render_block(root: Path) -> str:
+    results = root / RESULTS
+    lines = [
+        BEGIN,
+        "<!-- written by `python -m benchmarks.render` from the raw files linked; do not edit -->",
+        "| Claim | Value (95 % intervals) | Date | Raw |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in ROWS:
+        claim, value, date, name = row(results)
+        lines.append(f"| {claim} | {value} | {date} | [{name}]({RESULTS.as_posix()}/{name}) |")
+    lines.append(END)
+    return "\n".join(lines)
