@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,8 @@ LIMIT_S = 10.0
 def _train(
     *overrides: str, env: dict[str, str] | None = None, preset: str = "experiment=demo"
 ) -> tuple[subprocess.CompletedProcess, float]:
+    if not any(o.startswith("run.dir=") for o in overrides):  # not runs/<name>: a finished demo there exits 0
+        overrides = (*overrides, f"run.dir={tempfile.mkdtemp(prefix='preflight_')}/run")
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "loop_agents.train", preset, *overrides],

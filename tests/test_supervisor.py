@@ -157,9 +157,17 @@ def test_helpers() -> None:
 
 
 @pytest.mark.parametrize("override", ["llm.model_path=/no/such/model"])
-def test_cli_missing_model_exits_2_at_once(override: str) -> None:
+def test_cli_missing_model_exits_2_at_once(override: str, tmp_path: Path) -> None:
+    # its own run.dir: in a checkout where the demo ran, runs/demo is a finished run ("already finished", exit 0)
     done = subprocess.run(
-        [sys.executable, "-m", "loop_agents.train", "experiment=demo", override],
+        [
+            sys.executable,
+            "-m",
+            "loop_agents.train",
+            "experiment=demo",
+            override,
+            f"run.dir={tmp_path / 'run'}",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

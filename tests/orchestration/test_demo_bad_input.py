@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _train(*overrides: str) -> subprocess.CompletedProcess:
+    if not any(o.startswith("run.dir=") for o in overrides):  # not runs/demo: a finished demo there exits 0
+        overrides = (*overrides, f"run.dir={tempfile.mkdtemp(prefix='bad_input_')}/run")
     return subprocess.run(
         [sys.executable, "-m", "loop_agents.train", "experiment=demo", *overrides],
         cwd=ROOT,

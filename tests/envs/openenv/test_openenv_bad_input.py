@@ -164,10 +164,11 @@ def test_in_a_run_a_failing_episode_is_retried_and_counted(guess_server, tiny_mo
 
 
 @pytest.mark.slow
-def test_train_refuses_a_bad_server_in_one_line_exit_2(not_openenv_url):
+def test_train_refuses_a_bad_server_in_one_line_exit_2(not_openenv_url, tmp_path):
     refused = f"http://127.0.0.1:{free_port()}"
     for url, expected in ((refused, "is not reachable"), (not_openenv_url, "is not OpenEnv's schema")):
-        run = subprocess.run([sys.executable, "-m", "loop_agents.train", "env=openenv", f"env.options.url={url}"],
+        run = subprocess.run([sys.executable, "-m", "loop_agents.train", "env=openenv", f"env.options.url={url}",
+                              f"run.dir={tmp_path / 'run'}"],
                              capture_output=True, text=True, timeout=600)  # fmt: skip
         lines = [line for line in run.stderr.strip().splitlines() if line.strip()]
         assert run.returncode == 2 and len(lines) == 1, run.stderr[-2000:]
