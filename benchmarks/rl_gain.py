@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from benchmarks.runner import ROOT, git_info, machine_info
 from loop_agents.eval.stats import improvement_probability, iqm_interval
 
@@ -46,10 +48,7 @@ def final_label(labels: list[str]) -> str:
 def seed_row(run: Path, split: str) -> dict:
     reports = compared(run, split)
     final = final_label(list(reports))
-    config = (run / "config.yaml").read_text()
-    seed = next(
-        (int(line.split(":")[1]) for line in config.splitlines() if line.strip().startswith("seed:")), None
-    )
+    seed = int(OmegaConf.load(run / "config.yaml").run.seed)
     row = {"run_dir": str(run), "seed": seed, "final_label": final, "runs": reports[final]["runs"]}
     for label in (final, "best"):
         if label not in reports:
