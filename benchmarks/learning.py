@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.appworld_demo_runs import dev_scores
 from loop_agents.eval.stats import iqm_interval
 
 BEGIN = "<!-- learning:begin -->"
@@ -60,6 +59,9 @@ def appworld_gain_row(results: Path) -> tuple[str, str, str, str]:
 
 
 def appworld_runs_row(results: Path) -> tuple[str, str, str, str]:
+    # here, not at the top: appworld_demo_runs imports benchmarks.runner, which imports render, which imports this
+    from benchmarks.appworld_demo_runs import dev_scores
+
     runs = [r for r in _load(results, "appworld_demo_runs.json")["runs"] if r.get("iterations") == 15]
     scores = [s for r in runs if (s := dev_scores(r)) is not None]
     gain = iqm_interval([s["gain"] for s in scores])
