@@ -295,8 +295,8 @@ def aggregate_lines(done: list[dict]) -> list[str]:
         lines.append(
             f"- all {len(scores)} runs of {length} iterations (rliable: IQM [95 % stratified bootstrap over runs]): "
             f"dev TGC warm start {iqm['warm'].text(3)}, mean after it {iqm['after'].text(3)}, final "
-            f"{iqm['final'].text(3)}; gain after - warm start {iqm['gain'].mean:+.3f} [{iqm['gain'].low:+.3f}, "
-            f"{iqm['gain'].high:+.3f}]; P(after > warm start) {after.text(2)}, P(final > warm start) {final.text(2)}"
+            f"{iqm['final'].text(3)}; gain after - warm start {iqm['gain'].text(3, signed=True)}; "
+            f"P(after > warm start) {after.text(2)}, P(final > warm start) {final.text(2)}"
         )
     return lines
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from loop_agents.eval.stats import iqm_interval
+from loop_agents.eval.stats import Interval, iqm_interval
 
 BEGIN = "<!-- learning:begin -->"
 END = "<!-- learning:end -->"
@@ -24,10 +24,6 @@ def _load(results: Path, name: str) -> dict:
     return json.loads((results / name).read_text())
 
 
-def _signed(mean: float, low: float, high: float, digits: int = 3) -> str:
-    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
-
-
 def demo_row(results: Path) -> tuple[str, str, str, str]:
     runs = [r for r in _load(results, "demo_seeds.json")["runs"] if "gain_points" in r]
     gain = iqm_interval([r["gain_points"] for r in runs])
@@ -35,8 +31,8 @@ def demo_row(results: Path) -> tuple[str, str, str, str]:
     held_gain = iqm_interval([100 * (h["final"] - h["start"]) for h in held])
     return (
         f"`demo`: dev success after LOOP minus at the warm start ({len(runs)} evaluated runs, seeds × threads)",
-        f"IQM gain {_signed(gain.mean, gain.low, gain.high, 0)} points; {held[0]['tasks']} held-out tasks "
-        f"{_signed(held_gain.mean, held_gain.low, held_gain.high, 0)} ({len(held)} runs)",
+        f"IQM gain {gain.text(0, signed=True)} points; {held[0]['tasks']} held-out tasks "
+        f"{held_gain.text(0, signed=True)} ({len(held)} runs)",
         max(r["date"] for r in runs)[:10],
         "demo_seeds.json",
     )
@@ -45,13 +41,13 @@ def demo_row(results: Path) -> tuple[str, str, str, str]:
 def appworld_gain_row(results: Path) -> tuple[str, str, str, str]:
     record = _load(results, "appworld_demo_rl_gain.json")
     seeds, total = record["seeds"], record["aggregate"]
-    per_seed = ", ".join(_signed(s["final"]["mean"], s["final"]["low"], s["final"]["high"]) for s in seeds)
-    gain = total["iqm_gain"]
+    per_seed = ", ".join(Interval.from_dict(s["final"]).text(3, signed=True) for s in seeds)
+    gain = Interval.from_dict(total["iqm_gain"])
     first = seeds[0]["final"]
     return (
         f"`appworld_demo`: the final policy minus the warm start's, paired on all {first['tasks']} dev tasks × "
         f"{seeds[0]['runs']} runs ({len(seeds)} seeds)",
-        f"TGC {per_seed}; IQM {_signed(gain['mean'], gain['low'], gain['high'])}; interval above 0 on "
+        f"TGC {per_seed}; IQM {gain.text(3, signed=True)}; interval above 0 on "
         f"{total['intervals_excluding_zero']} of {len(seeds)} seeds",
         record["date"][:10],
         "appworld_demo_rl_gain.json",
@@ -68,7 +64,7 @@ def appworld_runs_row(results: Path) -> tuple[str, str, str, str]:
     return (
         f"`appworld_demo`: dev TGC after the warm start minus at it ({len(scores)} runs of 15 iterations, one "
         "30-task evaluation each)",
-        f"IQM {_signed(gain.mean, gain.low, gain.high)}",
+        f"IQM {gain.text(3, signed=True)}",
         max(r.get("date", "") for r in runs)[:10],
         "appworld_demo_runs.json",
     )

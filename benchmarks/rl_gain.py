@@ -23,7 +23,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from benchmarks.runner import ROOT, git_info, machine_info
-from loop_agents.eval.stats import improvement_probability, iqm_interval
+from loop_agents.eval.stats import Interval, improvement_probability, iqm_interval
 
 START = "start"
 
@@ -75,10 +75,6 @@ def aggregate(rows: list[dict]) -> dict:
     }
 
 
-def _text(entry: dict) -> str:
-    return f"{entry['mean']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True, help="benchmarks/results/<name>.json")
@@ -88,20 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = [seed_row(Path(run).resolve(), args.split) for run in args.runs]
     for row in rows:
-        best = f", best {_text(row['best'])}" if "best" in row else " (best = final)"
+        final = Interval.from_dict(row["final"]).text(3, signed=True)
+        best = (
+            f", best {Interval.from_dict(row['best']).text(3, signed=True)}"
+            if "best" in row
+            else " (best = final)"
+        )
         print(
-            f"seed {row['seed']}: {row['final_label']} - start {_text(row['final'])} "
+            f"seed {row['seed']}: {row['final_label']} - start {final} "
             f"({row['final']['start']:.3f} -> {row['final']['checkpoint']:.3f}; {row['final']['pairs']} pairs){best}"
         )
     summary = aggregate(rows)
+    start, final = Interval.from_dict(summary["iqm_start"]), Interval.from_dict(summary["iqm_final"])
+    gain, better = Interval.from_dict(summary["iqm_gain"]), Interval.from_dict(summary["p_final_above_start"])
     print(
-        f"over {summary['seeds']} seeds (rliable IQM [95 % stratified bootstrap]): start "
-        f"{summary['iqm_start']['mean']:.3f} [{summary['iqm_start']['low']:.3f}, {summary['iqm_start']['high']:.3f}],"
-        f" final {summary['iqm_final']['mean']:.3f} [{summary['iqm_final']['low']:.3f}, "
-        f"{summary['iqm_final']['high']:.3f}], gain {_text(summary['iqm_gain'])}, P(final > start) "
-        f"{summary['p_final_above_start']['mean']:.2f} [{summary['p_final_above_start']['low']:.2f}, "
-        f"{summary['p_final_above_start']['high']:.2f}]; interval above 0 on {summary['intervals_excluding_zero']} "
-        f"of {summary['seeds']} seeds"
+        f"over {summary['seeds']} seeds (rliable IQM [95 % stratified bootstrap]): start {start.text(3)}, final "
+        f"{final.text(3)}, gain {gain.text(3, signed=True)}, P(final > start) {better.text(2)}; interval above 0 "
+        f"on {summary['intervals_excluding_zero']} of {summary['seeds']} seeds"
     )
     record = {"name": args.name, "split": args.split, "note": args.note, "git": git_info(),
               "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

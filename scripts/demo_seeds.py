@@ -293,7 +293,7 @@ def aggregate_lines(runs: list[dict]) -> list[str]:
     lines = [
         "",
         f"Aggregate over the {len(evaluated)} evaluated runs (rliable: IQM, 95 % stratified-bootstrap interval over "
-        f"runs): dev gain {_signed(gain)} points, final dev success {end.text(2)}; "
+        f"runs): dev gain {gain.text(0, signed=True)} points, final dev success {end.text(2)}; "
         f"P(final > warm start) {better.text(2)}.",
     ]
     held = [r["held_out"] for r in evaluated if "final" in r.get("held_out", {})]
@@ -302,15 +302,10 @@ def aggregate_lines(runs: list[dict]) -> list[str]:
         held_gain = iqm_interval([100 * (h["final"] - h["start"]) for h in held])
         held_better = improvement_probability([h["final"] for h in held], [h["start"] for h in held])
         lines.append(
-            f"Held out ({held[0]['tasks']} other dev tasks, {len(held)} runs): gain {_signed(held_gain)} points, "
-            f"final success {final.text(2)}; P(final > start) {held_better.text(2)}."
+            f"Held out ({held[0]['tasks']} other dev tasks, {len(held)} runs): gain {held_gain.text(0, signed=True)} "
+            f"points, final success {final.text(2)}; P(final > start) {held_better.text(2)}."
         )
     return lines
-
-
-def _signed(interval) -> str:
-    """`+58 [+52, +63]` (points)."""
-    return f"{interval.mean:+.0f} [{interval.low:+.0f}, {interval.high:+.0f}]"
 
 
 def refreshed(record: dict) -> dict:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loop_agents.envs.registry import reports_goal_completion
+from loop_agents.eval.stats import Interval
 
 INTERVAL_OF = {"success_rate": "success", "tgc": "success", "sgc": "sgc"}  # TGC is the success rate
 
@@ -198,7 +199,7 @@ def compare_line(report: Mapping[str, Any]) -> list[str]:
         else:
             d = paired["difference"]
             text = (
-                f"{name} {d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({paired['tasks']} tasks, "
+                f"{name} {Interval.from_dict(d).text(3, signed=True)} ({paired['tasks']} tasks, "
                 f"{paired['pairs']} paired episodes; {_num(paired['other'], 3)} vs {_num(paired['base'], 3)})"
             )
         if key == "aggregate":

@@ -45,9 +45,15 @@ class Interval:
     high: float
     n: int
 
-    def text(self, digits: int = 2) -> str:
-        """`0.62 [0.55, 0.70]`."""
-        return f"{self.mean:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+    @classmethod
+    def from_dict(cls, values: Mapping[str, float]) -> Interval:
+        """The interval a results file holds as {"mean", "low", "high", "n", ...} (other keys ignored)."""
+        return cls(values["mean"], values["low"], values["high"], int(values["n"]))
+
+    def text(self, digits: int = 2, signed: bool = False) -> str:
+        """`0.62 [0.55, 0.70]`; signed, for differences: `+0.12 [+0.04, +0.20]`."""
+        spec = f"{'+' if signed else ''}.{digits}f"
+        return f"{self.mean:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from loop_agents.eval.stats import (
+    Interval,
     binomial_half_width,
     bootstrap_mean,
     improvement_probability,
@@ -154,3 +155,12 @@ def test_iqm_interval_is_rliables_stratified_bootstrap() -> None:
     assert iqm_interval(TABLE, reps=500, seed=4) == iqm_interval(TABLE, reps=500, seed=4)
     flat = iqm_interval([0.5] * 6, reps=200)
     assert (flat.low, flat.high) == pytest.approx((0.5, 0.5))
+
+
+def test_an_interval_reads_back_from_a_results_file_and_prints_signed_for_differences():
+    stored = {"mean": 0.1167, "low": -0.0208, "high": 0.2125, "n": 60, "tasks": 60}  # extra keys are ignored
+    interval = Interval.from_dict(stored)
+    assert interval == Interval(0.1167, -0.0208, 0.2125, 60)
+    assert interval.text(3) == "0.117 [-0.021, 0.212]"
+    assert interval.text(3, signed=True) == "+0.117 [-0.021, +0.212]"
+    assert Interval(57.2, 52.6, 61.0, 17).text(0, signed=True) == "+57 [+53, +61]"
