@@ -178,24 +178,22 @@ def _block_span(text: str, begin_marker: str, end_marker: str) -> tuple[int, int
     return begin, end + len(end_marker)
 
 
-def _readme_block_span(text: str) -> tuple[int, int] | None:
-    return _block_span(text, README_BEGIN, README_END)
-
-
 def rendered_files(root: Path, registry=None) -> dict[Path, str]:
     """What each generated file should hold: {path: full text}."""
     results_dir = root / RESULTS_SUBDIR
     out = {results_dir / REPORT_NAME: render_performance_page(results_dir, registry)}
     readme = root / "README.md"
     if readme.exists():
-        text = original = readme.read_text()
-        span = _readme_block_span(text)
-        if span is not None:
-            text = text[: span[0]] + render_readme_block(results_dir, registry) + text[span[1] :]
-        span = _block_span(text, learning.BEGIN, learning.END)
-        if span is not None:
-            text = text[: span[0]] + learning.render_block(root) + text[span[1] :]
-        if _readme_block_span(original) or _block_span(original, learning.BEGIN, learning.END):
+        text, replaced = readme.read_text(), False
+        blocks = (
+            (README_BEGIN, README_END, lambda: render_readme_block(results_dir, registry)),
+            (learning.BEGIN, learning.END, lambda: learning.render_block(root)),
+        )
+        for begin, end, block in blocks:
+            span = _block_span(text, begin, end)
+            if span is not None:
+                text, replaced = text[: span[0]] + block() + text[span[1] :], True
+        if replaced:
             out[readme] = text
     return out
 

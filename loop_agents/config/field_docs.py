@@ -118,13 +118,14 @@ def undocumented(root: type | None = None) -> list[str]:
     """Keys without a one-line meaning (the schema's and, for the full schema, every built-in family's
     `env.options`), and root sections without a class docstring."""
 
-    missing = [key for key, _, _, doc in schema_keys(root or RootConfig) if not doc]
-    if root is None:
+    full_schema = root is None
+    root = root or RootConfig
+    missing = [key for key, _, _, doc in schema_keys(root) if not doc]
+    if full_schema:
         for names, cls in family_settings():
             missing += [
                 f"env.options.{key} ({names[0]})" for key, doc in class_field_docs(cls).items() if not doc
             ]
-    root = root or RootConfig
     for f in dataclasses.fields(root):
         nested = nested_class(root, f.name)
         if nested is not None and not class_doc(nested):
@@ -138,9 +139,6 @@ def class_doc(cls: type) -> str:
     if doc.startswith(cls.__name__ + "("):
         return ""
     return " ".join(doc.split())
-
-
-# ----------------------------------------------------------------------------------------------- formatting
 
 
 def family_settings() -> list[tuple[list[str], type]]:

@@ -108,16 +108,17 @@ def sft_full_weights(
     rng = random.Random(seed)
     model.train()
     losses = []
+    steps_per_epoch = -(-len(examples) // batch_size)
     print(
         f"[warm start] training all weights on {len(examples)} demonstrations: up to {epochs} epochs of "
-        f"{-(-len(examples) // batch_size)} steps",
+        f"{steps_per_epoch} steps",
         flush=True,
     )
     for epoch in range(1, epochs + 1):
         order = list(range(len(examples)))
         rng.shuffle(order)
         total, steps = 0.0, 0
-        ticker = Ticker(f"warm start epoch {epoch}", -(-len(order) // batch_size), "steps")
+        ticker = Ticker(f"warm start epoch {epoch}", steps_per_epoch, "steps")
         for start in range(0, len(order), batch_size):
             batch = [examples[i] for i in order[start : start + batch_size]]
             width = max(len(example[0]) for example in batch)

@@ -10,7 +10,6 @@ from loop_agents.envs.agentgym.config import AgentGymEnvConfig
 from loop_agents.envs.agentgym.games import ENV_NAMES
 from loop_agents.envs.agentgym.launcher import EnvServerProcess
 from loop_agents.envs.agentgym.task_source import AgentGymTaskSource
-from loop_agents.ports import free_port
 
 __all__ = [
     "ENV_NAMES",
@@ -19,6 +18,5 @@ __all__ = [
     "AgentGymRequestError",
     "AgentGymTaskSource",
     "EnvServerProcess",
-    "free_port",
     "parse_item_id",
 ]

@@ -8,8 +8,6 @@ import time
 from loop_agents.envs.server_process import LocalServerProcess, answers_health
 from loop_agents.ports import free_port
 
-__all__ = ["EnvServerProcess", "free_port"]
-
 
 class EnvServerProcess(LocalServerProcess):
     """One server process (its own session, so its children, e.g. SciWorld's JVMs, stop with it)."""

@@ -17,11 +17,11 @@ from loop_agents.envs.agentgym import (
     AgentGymRequestError,
     AgentGymTaskSource,
     EnvServerProcess,
-    free_port,
 )
 from loop_agents.envs.agentgym.games import game_factory
 from loop_agents.envs.bundled import GemHuntGame, generate_task
 from loop_agents.envs.protocol import EnvironmentFailure
+from loop_agents.ports import free_port
 
 
 @pytest.mark.slow  # a gem hunt env server
