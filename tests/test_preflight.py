@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from loop_agents.ports import free_port
+from tests.train_command import with_own_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_S = 10.0
@@ -26,8 +26,7 @@ LIMIT_S = 10.0
 def _train(
     *overrides: str, env: dict[str, str] | None = None, preset: str = "experiment=demo"
 ) -> tuple[subprocess.CompletedProcess, float]:
-    if not any(o.startswith("run.dir=") for o in overrides):  # not runs/<name>: a finished demo there exits 0
-        overrides = (*overrides, f"run.dir={tempfile.mkdtemp(prefix='preflight_')}/run")
+    overrides = with_own_run_dir(overrides)
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "loop_agents.train", preset, *overrides],

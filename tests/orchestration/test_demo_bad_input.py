@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
+from tests.train_command import with_own_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _train(*overrides: str) -> subprocess.CompletedProcess:
-    if not any(o.startswith("run.dir=") for o in overrides):  # not runs/demo: a finished demo there exits 0
-        overrides = (*overrides, f"run.dir={tempfile.mkdtemp(prefix='bad_input_')}/run")
+    overrides = with_own_run_dir(overrides)
     return subprocess.run(
         [sys.executable, "-m", "loop_agents.train", "experiment=demo", *overrides],
         cwd=ROOT,
