@@ -7,7 +7,8 @@ Over the tasks of one evaluation (`scripts/evaluate.py`, the evaluator actor):
 - `pass_at_k`: the unbiased estimator of Chen et al. 2021 (HumanEval), pass@k = 1 - C(n-c, k) / C(n, k) for a
   task with c successes in n ≥ k samples, averaged over tasks; avg@k is the mean over tasks of c / n.
 - `paired_difference`: d_i = b_i - a_i per task (same tasks, same runs), then `bootstrap_mean` over the d_i.
-- `binomial_half_width`, `runs_for_half_width`: the normal bound z·sqrt(p(1-p) / (n·k)) on n tasks × k runs.
+- `variance_components`: success split into between-task σ_b² and run-to-run σ_w² variance; the interval on n
+  tasks × k runs is then about z·sqrt((σ_b² + σ_w²/k) / n), so runs per task only shrink the second term.
 
 Over runs (seeds) of a training recipe, as rliable computes them (Agarwal et al., NeurIPS 2021; imported lazily):
 - `iqm`: the interquartile mean, the mean of the middle 50 % of all run × task scores
@@ -113,17 +114,46 @@ def z_value(confidence: float = CONFIDENCE) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
-def binomial_half_width(episodes: int, p: float = 0.5, confidence: float = CONFIDENCE) -> float:
-    """z·sqrt(p(1-p)/N): the half-width of the interval of a success rate over N independent episodes."""
-    if episodes < 1:
-        raise ValueError("binomial_half_width needs at least one episode")
-    return z_value(confidence) * math.sqrt(p * (1 - p) / episodes)
+@dataclass(frozen=True)
+class VarianceComponents:
+    """One-way random-effects split of per-episode success: between tasks σ_b², within a task (run to run) σ_w²."""
+
+    between: float
+    within: float
+    tasks: int
+    runs: int
+
+    def half_width(self, tasks: int, runs: int, confidence: float = CONFIDENCE) -> float:
+        """z·sqrt((σ_b² + σ_w²/k) / n): the interval half-width of mean success on n tasks × k runs each."""
+        if tasks < 1 or runs < 1:
+            raise ValueError(f"half_width needs tasks >= 1 and runs >= 1 (tasks={tasks}, runs={runs})")
+        return z_value(confidence) * math.sqrt((self.between + self.within / runs) / tasks)
+
+    def runs_for(self, tasks: int, half_width: float, confidence: float = CONFIDENCE) -> int | None:
+        """The fewest runs per task k whose half-width on `tasks` tasks is <= half_width; None when no k reaches
+        it (z·sqrt(σ_b²/n), the limit as k grows, is already wider: only more tasks help)."""
+        z = z_value(confidence)
+        room = (half_width / z) ** 2 * tasks - self.between
+        if room <= 0:
+            return None
+        return max(1, math.ceil(self.within / room - 1e-9))
+
+    def tasks_for(self, half_width: float, runs: int, confidence: float = CONFIDENCE) -> int:
+        """The fewest tasks n whose half-width at `runs` runs each is <= half_width: z²(σ_b² + σ_w²/k) / hw²."""
+        z = z_value(confidence)
+        return max(1, math.ceil(z * z * (self.between + self.within / runs) / half_width**2 - 1e-9))
 
 
-def runs_for_half_width(tasks: int, half_width: float, p: float = 0.5, confidence: float = CONFIDENCE) -> int:
-    """The fewest runs per task k with binomial_half_width(tasks·k, p) <= half_width."""
-    z = z_value(confidence)
-    return max(1, math.ceil(z * z * p * (1 - p) / (half_width * half_width * tasks) - 1e-9))
+def variance_components(table: Sequence[Sequence[float]] | np.ndarray) -> VarianceComponents:
+    """σ_w² = the mean over tasks of each task's run-to-run variance (MSW, ddof 1); σ_b² = max(0, the variance of
+    the task means (ddof 1) - σ_w²/k), the ANOVA estimators of a balanced tasks × k-runs table (Searle et al.,
+    Variance Components, 1992, §3.5). More runs shrink only σ_w²/k: with σ_b² large, only more tasks help."""
+    x = np.asarray(table, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        raise ValueError(f"variance_components needs >= 2 tasks x >= 2 runs; got shape {x.shape}")
+    within = float(x.var(axis=1, ddof=1).mean())
+    between = max(0.0, float(x.mean(axis=1).var(ddof=1)) - within / x.shape[1])
+    return VarianceComponents(between, within, x.shape[0], x.shape[1])
 
 
 # ---------------------------------------------------------------------------------------- over runs (rliable)
