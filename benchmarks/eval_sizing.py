@@ -15,14 +15,12 @@ run. Writes `benchmarks/results/<name>.json`.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.runner import ROOT, git_info, machine_info
+from benchmarks.runner import ROOT, write_analysis
 from loop_agents.checkpoint_eval.episode_store import EpisodeStore
 from loop_agents.eval.stats import variance_components
 
@@ -92,12 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary['tasks_for_target_at_1_run']} tasks at 1 run; between-task share of the variance (median) "
         f"{summary['between_over_total']:.2f}"
     )
-    record = {"name": args.name, "max_tasks": args.max_tasks, "target_half_width": args.half_width,
-              "note": args.note, "git": git_info(), "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-              "machine": machine_info(), "evaluations": rows, "summary": summary}  # fmt: skip
-    out = ROOT / "benchmarks" / "results" / f"{args.name}.json"
-    out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"-> {out.relative_to(ROOT)}")
+    fields = {"max_tasks": args.max_tasks, "target_half_width": args.half_width, "note": args.note}
+    write_analysis(args.name, {**fields, "evaluations": rows, "summary": summary})
     return 0
 
 

@@ -15,14 +15,13 @@ differences, and P(final > start), each with its stratified-bootstrap interval o
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import sys
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from benchmarks.runner import ROOT, git_info, machine_info
+from benchmarks.runner import write_analysis
 from loop_agents.eval.stats import Interval, improvement_probability, iqm_interval
 
 START = "start"
@@ -102,12 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{final.text(3)}, gain {gain.text(3, signed=True)}, P(final > start) {better.text(2)}; interval above 0 "
         f"on {summary['intervals_excluding_zero']} of {summary['seeds']} seeds"
     )
-    record = {"name": args.name, "split": args.split, "note": args.note, "git": git_info(),
-              "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-              "machine": machine_info(), "seeds": rows, "aggregate": summary}  # fmt: skip
-    out = ROOT / "benchmarks" / "results" / f"{args.name}.json"
-    out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"-> {out.relative_to(ROOT)}")
+    write_analysis(args.name, {"split": args.split, "note": args.note, "seeds": rows, "aggregate": summary})
     return 0
 
 

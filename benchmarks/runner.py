@@ -240,6 +240,17 @@ def git_info(root: Path = ROOT) -> dict:
     return {"commit": commit, "dirty": dirty}
 
 
+def write_analysis(name: str, fields: dict) -> Path:
+    """`benchmarks/results/<name>.json` for an analysis of runs (not a timed benchmark): its fields with the
+    commit, the date and the machine; prints and returns the path."""
+    record = {"name": name, **fields, "git": git_info(),
+              "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "machine": machine_info()}  # fmt: skip
+    out = RESULTS_DIR / f"{name}.json"
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"-> {out.relative_to(ROOT)}")
+    return out
+
+
 def check_goal(ratio: float | None, goal: str | None) -> bool | None:
     """True/False against a goal such as ">= 0.9" or "<= 10"; None when there is no goal or no ratio."""
     if goal is None or ratio is None:
