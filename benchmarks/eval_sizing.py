@@ -15,6 +15,7 @@ run. Writes `benchmarks/results/<name>.json`.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -36,6 +37,12 @@ def success_table(out: Path, max_tasks: int | None) -> tuple[list[str], np.ndarr
         )
     tasks = sorted(set.intersection(*(set(episodes) for episodes in runs.values())))[:max_tasks]
     return tasks, np.array([[float(runs[r][t].success) for r in sorted(runs)] for t in tasks])
+
+
+def adapter_of(out: Path) -> str | None:
+    """The sha256 of the adapter an evaluation played (its metrics.json), to count each policy once."""
+    metrics = out / "metrics.json"
+    return json.loads(metrics.read_text()).get("adapter_sha256") if metrics.is_file() else None
 
 
 def sizing_row(out: Path, max_tasks: int | None, half_width: float) -> dict:
@@ -75,7 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--note", default="")
     parser.add_argument("evaluations", nargs="+", help="scripts/evaluate.py output directories (runs >= 2)")
     args = parser.parse_args(argv)
-    rows = [sizing_row(Path(out).resolve(), args.max_tasks, args.half_width) for out in args.evaluations]
+    rows, seen = [], {}
+    for out in map(Path, args.evaluations):
+        adapter = adapter_of(out.resolve())
+        if adapter is not None and adapter in seen:  # `best` saved as a copy of the final checkpoint
+            print(f"{out}: skipped, the same adapter as {seen[adapter]}")
+            continue
+        seen[adapter] = out
+        rows.append(sizing_row(out.resolve(), args.max_tasks, args.half_width))
     for row in rows:
         widths = ", ".join(f"k={k} ±{w:.3f}" for k, w in row["half_width"].items())
         print(

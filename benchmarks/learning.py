@@ -38,20 +38,25 @@ def demo_row(results: Path) -> tuple[str, str, str, str]:
     )
 
 
-def appworld_gain_row(results: Path) -> tuple[str, str, str, str]:
-    record = _load(results, "appworld_demo_rl_gain.json")
-    seeds, total = record["seeds"], record["aggregate"]
-    per_seed = ", ".join(Interval.from_dict(s["final"]).text(3, signed=True) for s in seeds)
-    gain = Interval.from_dict(total["iqm_gain"])
-    first = seeds[0]["final"]
-    return (
-        f"`appworld_demo`: the final policy minus the warm start's, paired on all {first['tasks']} dev tasks × "
-        f"{seeds[0]['runs']} runs ({len(seeds)} seeds)",
-        f"TGC {per_seed}; IQM {gain.text(3, signed=True)}; interval above 0 on "
-        f"{total['intervals_excluding_zero']} of {len(seeds)} seeds",
-        record["date"][:10],
-        "appworld_demo_rl_gain.json",
-    )
+def appworld_gain_row(name: str, iterations: int) -> Callable[[Path], tuple[str, str, str, str]]:
+    """The row of one `benchmarks.rl_gain` record: runs of `iterations` LOOP iterations, paired per seed."""
+
+    def row(results: Path) -> tuple[str, str, str, str]:
+        record = _load(results, name)
+        seeds, total = record["seeds"], record["aggregate"]
+        per_seed = ", ".join(Interval.from_dict(s["final"]).text(3, signed=True) for s in seeds)
+        gain = Interval.from_dict(total["iqm_gain"])
+        first = seeds[0]["final"]
+        return (
+            f"`appworld_demo`, {iterations} iterations: the final policy minus the warm start's, paired on all "
+            f"{first['tasks']} dev tasks × {seeds[0]['runs']} runs ({len(seeds)} seeds)",
+            f"TGC {per_seed}; IQM {gain.text(3, signed=True)}; interval above 0 on "
+            f"{total['intervals_excluding_zero']} of {len(seeds)} seeds",
+            record["date"][:10],
+            name,
+        )
+
+    return row
 
 
 def appworld_runs_row(results: Path) -> tuple[str, str, str, str]:
@@ -100,7 +105,8 @@ def hard_warm_start_row(results: Path) -> tuple[str, str, str, str]:
 
 ROWS: tuple[Callable[[Path], tuple[str, str, str, str]], ...] = (
     demo_row,
-    appworld_gain_row,
+    appworld_gain_row("appworld_demo_rl_gain_30it.json", 30),
+    appworld_gain_row("appworld_demo_rl_gain.json", 15),
     appworld_runs_row,
     openenv_row,
     hard_warm_start_row,

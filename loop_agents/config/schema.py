@@ -225,6 +225,8 @@ class EvalConfig:
     # after training, score start/best/final on this many further tasks of `split` that the selection (the
     # first max_tasks) never saw; None = all the rest, 0 = off (logged as held_out/<label>/<metric>)
     held_out_tasks: int | None = None
+    # runs per task of that held-out evaluation; None = runs_per_task (a large held-out set may need fewer runs)
+    held_out_runs_per_task: int | None = None
 
 
 @dataclass

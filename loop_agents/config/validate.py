@@ -66,6 +66,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "run.keep_checkpoints": (1, True),
     "eval.every_n_iterations": (1, True),
     "eval.runs_per_task": (1, True),
+    "eval.held_out_runs_per_task": (1, True),
     "rollout.episode_retries": (0, True),
     "learner.sft_epochs": (0, True),
     "learner.sft_until_p_optimal": (0.0, False),

@@ -45,6 +45,12 @@ class HeldOutTarget:
         return "=".join(self.labels)
 
 
+def held_out_runs(cfg) -> int:
+    """eval.held_out_runs_per_task, or eval.runs_per_task when it is unset."""
+    runs = cfg.eval.get("held_out_runs_per_task")
+    return int(cfg.eval.runs_per_task if runs is None else runs)
+
+
 def targets(run_dir: Path, final_iteration: int, best_iteration: int | None) -> list[HeldOutTarget]:
     """The adapters to score: the start policy, the best and the final checkpoint (each once, by iteration)."""
     found: list[HeldOutTarget] = []
@@ -92,7 +98,7 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
             trajectories, collected = ray.get(
                 cluster.evaluator.collect.remote(
                     tasks,
-                    int(cfg.eval.runs_per_task),
+                    held_out_runs(cfg),
                     max_turns,
                     name,
                     group_prefix=f"held_out/{target.labels[0]}/",

@@ -41,6 +41,7 @@ def _command(run_dir: Path) -> list[str]:
         "learner.sft_epochs=1", "learner.sft_until_p_optimal=null", "env.options.demo_count=16",
         "llm.max_new_tokens=16",
         "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2", "eval.held_out_tasks=2",
+        "eval.runs_per_task=2", "eval.held_out_runs_per_task=1",
         "logging.wandb_mode=disabled", "logging.plots=true", "learner.stress_test=false",
         "logging.wandb_entity=${oc.env:LOOP_TEST_API_KEY}",  # a secret wired into the config
     ]  # fmt: skip
@@ -132,7 +133,7 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert "iterations 3..3" in second_output
     # every evaluation says its result, with its 95 % interval over tasks, in one line; the run ends with its summary
     assert re.search(
-        r"^\[eval iter 3\] dev success \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(3 tasks\) \| best success \d\.\d\d @\d$",
+        r"^\[eval iter 3\] dev success \d\.\d\d \[\d\.\d\d, \d\.\d\d\] \(3 tasks x 2 runs\) \| best success \d\.\d\d @\d$",
         second_output,
         re.M,
     )
@@ -160,9 +161,11 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert [r["collect/retried"] for r in rows if r.get("iteration") == 3 and "rollout/count" in r][0] >= 1
     eval_rows = {r["iteration"] for r in rows if "eval/success_rate" in r}
     assert {0, 3} <= eval_rows  # the start policy and the last checkpoint were scored
+    assert {r["eval/num_runs"] for r in rows if "eval/success_rate" in r} == {2}  # eval.runs_per_task
     held_out = [r for r in rows if "held_out/num_tasks" in r]
     # the held-out tasks (gemhunt_10003, gemhunt_10004) follow the 3 selection tasks
     assert len(held_out) == 1 and held_out[0]["held_out/start/num_tasks"] == 2.0
+    assert held_out[0]["held_out/start/num_runs"] == 1.0  # eval.held_out_runs_per_task, not runs_per_task
     assert json.loads((run_dir / "summary.json").read_text())["held_out"]["held_out/num_tasks"] == 2
 
     # the sampler resumed exactly: iteration 3 drew what an uninterrupted run draws
