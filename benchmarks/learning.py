@@ -111,7 +111,7 @@ def hard_loop_row(results: Path) -> tuple[str, str, str, str]:
         for r in runs
     )
     return (
-        f"`appworld_hard`: LOOP from that warm start ({len(runs)} run of {runs[0]['iterations']} iterations)",
+        f"`appworld_hard`: LOOP from that warm start ({len(runs)} run{'s' * (len(runs) > 1)} of {runs[0]['iterations']} iterations)",
         f"dev_hard TGC at most {tgc} at any evaluation; partial credit on the {runs[0]['held_out']['final']['tasks']} "
         f"held-out tasks {credit} (one episode a task, no interval)",
         max(r["date"] for r in runs)[:10],
