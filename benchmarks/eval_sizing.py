@@ -29,7 +29,8 @@ RUNS_SHOWN = (1, 2, 4, 8)
 
 
 def success_table(out: Path, max_tasks: int | None) -> tuple[list[str], np.ndarray]:
-    """task ids and their tasks × runs success table; only tasks played in every run (a lost episode drops its task)."""
+    """Task ids and their tasks × runs success table: only tasks played in every run (a lost episode drops the
+    task)."""
     runs = EpisodeStore(out).load()
     if len(runs) < 2:
         raise ValueError(
@@ -83,13 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("evaluations", nargs="+", help="scripts/evaluate.py output directories (runs >= 2)")
     args = parser.parse_args(argv)
     rows, seen = [], {}
-    for out in map(Path, args.evaluations):
-        adapter = adapter_of(out.resolve())
+    for given in args.evaluations:
+        out = Path(given).resolve()
+        adapter = adapter_of(out)
         if adapter is not None and adapter in seen:  # `best` saved as a copy of the final checkpoint
-            print(f"{out}: skipped, the same adapter as {seen[adapter]}")
+            print(f"{given}: skipped, the same adapter as {seen[adapter]}")
             continue
-        seen[adapter] = out
-        rows.append(sizing_row(out.resolve(), args.max_tasks, args.half_width))
+        seen[adapter] = given
+        rows.append(sizing_row(out, args.max_tasks, args.half_width))
     for row in rows:
         widths = ", ".join(f"k={k} ±{w:.3f}" for k, w in row["half_width"].items())
         print(

@@ -110,8 +110,9 @@ def hard_loop_row(results: Path) -> tuple[str, str, str, str]:
         f"seed {r['seed']} {r['held_out']['start']['reward']:.3f} → {r['held_out']['final']['reward']:.3f}"
         for r in runs
     )
+    runs_text = f"{len(runs)} run{'s' * (len(runs) > 1)} of {runs[0]['iterations']} iterations"
     return (
-        f"`appworld_hard`: LOOP from that warm start ({len(runs)} run{'s' * (len(runs) > 1)} of {runs[0]['iterations']} iterations)",
+        f"`appworld_hard`: LOOP from that warm start ({runs_text})",
         f"dev_hard TGC at most {tgc} at any evaluation; partial credit on the {runs[0]['held_out']['final']['tasks']} "
         f"held-out tasks {credit} (one episode a task, no interval)",
         max(r["date"] for r in runs)[:10],

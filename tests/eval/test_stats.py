@@ -1,7 +1,8 @@
 """loop_agents/eval/stats.py on hand-computed cases: pass@k against its closed form and a count of subsets, the
 bootstrap interval's coverage on a known binomial and its exact ends where the resampling law is known, the
-paired difference on a constructed pair, the variance components and the interval they predict; rliable's IQM, interval and P(improvement) on fixed
-tables, the interval checked against the stratified bootstrap written out from the paper's definition."""
+paired difference on a constructed pair, the variance components and the interval they predict; rliable's IQM,
+interval and P(improvement) on fixed tables, the interval checked against the stratified bootstrap written out
+from the paper's definition."""
 
 from __future__ import annotations
 
@@ -109,10 +110,8 @@ def test_variance_components_on_a_hand_computed_table() -> None:
     assert coin.runs_for(30, 0.08) == 6  # 5 runs give 0.0800150
     assert coin.tasks_for(0.05, runs=1) == 385  # 1.96² * 0.25 / 0.05² = 384.1
     assert parts.tasks_for(0.08, runs=4) == 63  # 1.96² * (1/24 + 1/16) / 0.08² = 62.5
-    # σ_b² alone already wider than asked: no number of runs reaches it
-    assert (
-        VarianceComponents(0.2, 0.05, 30, 4).runs_for(30, 0.08) is None
-    )  # limit 1.96 * sqrt(0.2 / 30) = 0.16
+    # σ_b² alone already wider than asked (limit 1.96 * sqrt(0.2 / 30) = 0.16): no number of runs reaches it
+    assert VarianceComponents(0.2, 0.05, 30, 4).runs_for(30, 0.08) is None
     with pytest.raises(ValueError, match="2 runs"):
         variance_components([[1], [0]])
 
