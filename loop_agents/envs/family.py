@@ -11,7 +11,7 @@ Required (a family without them is refused at start-up, one line naming what is 
 
 Optional (the defaults below are what a plain text environment scored by success wants):
     label, prompts, goal_completion, code_behaviour, env_config, settings_defaults, check, prepare, demonstrations,
-    demonstration_weights, warm_start_checks, scenario_of, behaviour_metrics, endpoint, manifest, official
+    demonstration_weights, warm_start_checks, tools, scenario_of, behaviour_metrics, endpoint, manifest, official
 
 Third-party packages add a family through the entry point group `loop_agents.environments`
 (`docs/environments/add-an-environment.md`, `examples/`).
@@ -76,6 +76,10 @@ class EnvironmentFamily:
     ) -> tuple[Callable[[Any], float] | None, Callable[[Any], str | None] | None]:
         """(readiness, stall probe) of the warm start: `model -> float` and `model -> reason or None`."""
         return None, None
+
+    def tools(self, settings: Any) -> list[Any] | None:
+        """The tools (`loop_agents.tools.spec.ToolSpec`) a tool-calling agent gets; None: one generic `act` tool."""
+        return None
 
     def scenario_of(self, task_id: str) -> str:
         """The scenario a task belongs to (SGC groups by it); each task is its own by default."""

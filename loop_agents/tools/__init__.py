@@ -1,0 +1,1 @@
+"""Tools an environment family offers to a tool-calling agent (declarations, call parsing, validation)."""
