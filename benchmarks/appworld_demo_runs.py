@@ -39,6 +39,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.portable import portable_path
 from benchmarks.runner import ROOT, git_info, machine_info
 from loop_agents.eval.stats import improvement_probability, iqm_interval
 
@@ -163,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         entry = {
             "label": args.label,
             "seed": seed,
-            "run_dir": str(run_dir),
+            "run_dir": portable_path(run_dir),
             "commit": commit,
             "overrides": args.overrides,
             "exit_code": code,
@@ -186,7 +187,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    entry = {"label": args.label, "seed": args.seed, "run_dir": str(run_dir), "commit": args.commit,
+    entry = {"label": args.label, "seed": args.seed, "run_dir": portable_path(run_dir), "commit": args.commit,
              "overrides": args.overrides, "note": args.note, **measured}  # fmt: skip
     record(Path(args.out), entry)
     print(

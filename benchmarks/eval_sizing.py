@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.runner import ROOT, write_analysis
+from benchmarks.portable import portable_path
+from benchmarks.runner import write_analysis
 from loop_agents.checkpoint_eval.episode_store import EpisodeStore
 from loop_agents.eval.stats import variance_components
 
@@ -51,7 +52,7 @@ def sizing_row(out: Path, max_tasks: int | None, half_width: float) -> dict:
     parts = variance_components(table)
     n = len(tasks)
     return {
-        "evaluation": str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
+        "evaluation": portable_path(out),
         "tasks": n,
         "runs": parts.runs,
         "success": float(table.mean()),

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from benchmarks.portable import portable_path
 from benchmarks.runner import write_analysis
 from loop_agents.eval.stats import Interval, improvement_probability, iqm_interval
 
@@ -48,7 +49,7 @@ def seed_row(run: Path, split: str) -> dict:
     reports = compared(run, split)
     final = final_label(list(reports))
     seed = int(OmegaConf.load(run / "config.yaml").run.seed)
-    row = {"run_dir": str(run), "seed": seed, "final_label": final, "runs": reports[final]["runs"]}
+    row = {"run_dir": portable_path(run), "seed": seed, "final_label": final, "runs": reports[final]["runs"]}
     for label in (final, "best"):
         if label not in reports:
             continue

@@ -31,6 +31,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # benchmarks/ (not an installed package) for portable_path
+
+from benchmarks.portable import from_portable, portable_path  # noqa: E402
+
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "demo_seeds.json"
 README_BEGIN, README_END = "<!-- demo_seeds:begin -->", "<!-- demo_seeds:end -->"
 
@@ -175,7 +179,7 @@ def summarize(
         "wall_s": round(wall, 1),
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
-        "run_dir": str(run_dir),
+        "run_dir": portable_path(run_dir),
         "date": date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit or git_commit(),
         "cpu": cpu_model(),
@@ -310,7 +314,7 @@ def aggregate_lines(runs: list[dict]) -> list[str]:
 
 def refreshed(record: dict) -> dict:
     """`record` with what its run directory (if it still exists) says about phases, held-out tasks and epochs."""
-    run_dir = Path(record["run_dir"])
+    run_dir = from_portable(record["run_dir"])
     if not run_dir.is_dir():
         return record
     record = {**record, **run_summary(run_dir)}
