@@ -56,7 +56,7 @@ from loop_agents.checkpoint_eval.eval_target import (
 from loop_agents.checkpoint_eval.inference_endpoints import InferenceEndpoints
 from loop_agents.checkpoint_eval.official_outputs import link_experiment_outputs, official_scores
 from loop_agents.checkpoint_eval.request import MANIFEST_KEYS, EvalRequest, Prepared
-from loop_agents.envs.selected import make_agent, make_task_source, scenario_function, selected_family
+from loop_agents.envs.selected import make_task_source, scenario_function, selected_family
 from loop_agents.eval.cli_args import UsageError
 from loop_agents.eval.episode_metrics import evaluation_metrics
 from loop_agents.eval.goal_completion import goal_completion_by_difficulty, task_results_from_trajectories
@@ -65,6 +65,7 @@ from loop_agents.eval.score_inputs import MANIFEST
 from loop_agents.eval.tables import format_report, summarize_runs
 from loop_agents.eval.task_intervals import interval_report
 from loop_agents.learner.manifest import verify_adapter
+from loop_agents.orchestration.agent_choice import make_agent
 from loop_agents.orchestration.collector import collect_groups
 from loop_agents.orchestration.components import episode_config, rollout_metrics
 from loop_agents.orchestration.rollout_worker import RolloutWorker

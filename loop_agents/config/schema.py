@@ -213,6 +213,15 @@ class LearnerConfig:
 
 
 @dataclass
+class AgentConfig:
+    """Which agent plays the episodes (`agent=text` or `agent=tools`; docs/tools.md)."""
+
+    # text: the family's own agent (one text action per turn) | tools: the family's tools declared in the chat
+    # template, one call per turn in the model family's format, malformed calls answered with one tool error
+    kind: str = "text"
+
+
+@dataclass
 class EvalConfig:
     """The evaluator actor: how often it scores which split, how the best checkpoint is picked, the held-out evaluation after training."""
 
@@ -275,6 +284,7 @@ class RootConfig:
     gpu_allocation: GpuAllocationConfig = field(default_factory=GpuAllocationConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)

@@ -23,6 +23,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.aggregation": ("loop", "grpo", "token_mean", "dr_grpo"),
     "algorithm.lr_schedule": ("constant", "linear", "cosine"),
     "env.reward": ("partial", "success"),
+    "agent.kind": ("text", "tools"),
     "env.turn_schedule.kind": ("fixed", "stepwise"),
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),

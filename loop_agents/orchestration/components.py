@@ -18,6 +18,7 @@ from loop_agents.algorithms.registry import from_schema
 from loop_agents.errors import CachedModelMismatch
 from loop_agents.learner import Learner, LearnerConfig
 from loop_agents.learner.checkpoint import checkpoint_name, latest_complete_checkpoint, prune_checkpoints
+from loop_agents.orchestration.agent_choice import agent_tool_schemas
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.warm_start import sft_warm_start
 from loop_agents.rollout.config import EpisodeConfig
@@ -119,7 +120,9 @@ def checkpoint_dir(run_dir: Path, iteration: int) -> Path:
 
 
 def episode_config(cfg: DictConfig, max_turns: int, evaluation: bool = False) -> EpisodeConfig:
-    """Per-episode generation settings; the context budget equals the learner's max_seq_len."""
+    """Per-episode generation settings; the context budget equals the learner's max_seq_len. With `agent=tools`
+    the template declares the family's tools and observations come back as tool messages."""
+    tools = agent_tool_schemas(cfg)
     return EpisodeConfig(
         temperature=cfg.llm.eval_temperature if evaluation else cfg.llm.temperature,
         max_tokens_per_turn=cfg.llm.max_new_tokens,
@@ -128,6 +131,8 @@ def episode_config(cfg: DictConfig, max_turns: int, evaluation: bool = False) ->
         min_tokens_per_turn=min(16, cfg.llm.max_new_tokens),
         observation_max_tokens=cfg.env.observation_max_tokens,
         enable_thinking=cfg.llm.enable_thinking if cfg.llm.chat_template == "qwen3" else None,
+        observation_role="tool" if tools else "user",
+        tools=tools,
         inference_retries=cfg.rollout.episode_retries,
         generation_timeout_s=cfg.rollout.request_timeout_s,
         seed=cfg.run.seed,
@@ -199,7 +204,20 @@ def rollout_metrics(rollouts: list[Trajectory], prefix: str = "rollout") -> dict
     ended = [t.reward_details.get("episode_ended") for t in rollouts]
     for why in sorted({w for w in ended if w}):
         metrics[f"{prefix}/ended_{why}"] = sum(w == why for w in ended) / n
+    metrics.update(
+        tool_error_metrics(rollouts, "tools/error" if prefix == "rollout" else f"{prefix}/tools/error")
+    )
     return metrics
+
+
+def tool_error_metrics(rollouts: list[Trajectory], prefix: str = "tools/error") -> dict[str, float]:
+    """Malformed tool calls of a tool-calling agent, per kind (tools/errors.py): how many in these episodes,
+    each answered with one tool error message. Empty for text agents."""
+    counts: dict[str, float] = {}
+    for traj in rollouts:
+        for kind, count in traj.metadata.get("tool_errors", {}).items():
+            counts[f"{prefix}/{kind}"] = counts.get(f"{prefix}/{kind}", 0.0) + count
+    return counts
 
 
 def policy_lag(rollouts: list[Trajectory], iteration: int) -> dict[str, float]:

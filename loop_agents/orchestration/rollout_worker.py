@@ -15,13 +15,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.selected import (
     close_task_source,
-    make_agent,
     make_task_source,
     scenario_function,
     start_task_source,
 )
 from loop_agents.eval.episode_metrics import evaluation_metrics
 from loop_agents.inference.client import VLLMClient
+from loop_agents.orchestration.agent_choice import make_agent
 from loop_agents.orchestration.collector import CollectionStats, collect_groups
 from loop_agents.orchestration.components import episode_config, rollout_metrics
 from loop_agents.progress_lines import Ticker, watch

@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
+from loop_agents.orchestration.agent_choice import demonstrations_in_agent_form
 from loop_agents.orchestration.demonstrations import demonstration_weights, demonstrations, warm_start_checks
 from loop_agents.orchestration.full_sft import build_warm_model
 from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
@@ -82,6 +83,7 @@ def warm_start_demonstrations(cfg: DictConfig, model_path: str):
 
     prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
+    demonstrations_in_agent_form(chat, cfg)
     return chat, demonstrations(cfg, chat)
 
 

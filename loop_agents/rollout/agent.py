@@ -19,6 +19,8 @@ class ParsedAction:
 
     action: str | None
     feedback: str = ""
+    # a tool-calling agent's malformed call (tools/errors.py ToolErrorKind), counted per kind
+    error_kind: str = ""
 
 
 class Agent(Protocol):

@@ -37,7 +37,7 @@ token, exactly as `apply_chat_template` and vLLM's chat endpoint do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 _PROBE = "\u2063PROBE\u2063"  # invisible separators: cannot occur in a template's own text
@@ -58,11 +58,13 @@ class ChatFormat:
         turn_end_token: str = "<|im_end|>",
         observation_role: str = "user",
         enable_thinking: bool | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         """Probe the template once.
 
         `observation_role` is the role observations are rendered with ("user" or "tool");
-        `enable_thinking` is passed to the template when not None (Qwen3).
+        `enable_thinking` is passed to the template when not None (Qwen3); `tools` (OpenAI function schemas) are
+        passed to every rendering, so the system turn declares them (a tool-calling agent).
         """
         if getattr(tokenizer, "chat_template", None) is None:
             raise ChatTemplateError("the tokenizer has no chat_template")
@@ -73,11 +75,19 @@ class ChatFormat:
         self.template_kwargs: dict[str, Any] = {}
         if enable_thinking is not None:
             self.template_kwargs["enable_thinking"] = enable_thinking
+        self.tools = [dict(tool) for tool in tools] if tools else []
+        if self.tools:
+            self.template_kwargs["tools"] = self.tools
+        # demonstration messages -> the form this chat's agent writes them in (tool calls for a tool-calling
+        # agent); set by whoever knows the agent (orchestration/agent_choice.py), None: as written
+        self.demonstration_form: Callable[[list[dict[str, str]]], list[dict[str, str]]] | None = None
         self.turn_end_token = turn_end_token
         self.turn_end_id = self._special_id(turn_end_token)
 
         base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         base_text = self.render(base)
+        if self.tools:
+            _check_renders_tools(base_text, self.tools)
         self.generation_prompt_text = _suffix_after(
             self.render(base, add_generation_prompt=True), base_text, "generation prompt"
         )
@@ -145,6 +155,16 @@ class ChatFormat:
     def decode(self, ids: Sequence[int]) -> str:
         """Text of sampled ids without special tokens (invalid UTF-8 pieces become U+FFFD)."""
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+
+def _check_renders_tools(rendered: str, tools: Sequence[dict[str, Any]]) -> None:
+    """A template without a `tools` branch ignores them: the model would never see what it may call."""
+    for tool in tools:
+        name = tool.get("function", tool).get("name", "")
+        if f'"{name}"' not in rendered:
+            raise ChatTemplateError(
+                f"the chat template does not render tools (no {name!r} in its system turn)"
+            )
 
 
 def _suffix_after(text: str, prefix: str, what: str) -> str:

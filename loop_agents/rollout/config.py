@@ -7,6 +7,7 @@ max_tokens_per_turn, env.observation_max_tokens, env.turn_schedule -> max_turns,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -24,6 +25,7 @@ class EpisodeConfig:
     stop_tokens: list[str] = field(default_factory=lambda: ["<|im_end|>", "<|endoftext|>"])  # stop tokens
     turn_end_token: str = "<|im_end|>"  # the template's end-of-turn token (appended, mask 0, after a cut)
     observation_role: str = "user"  # role observations are rendered with: user | tool
+    tools: list[dict[str, Any]] | None = None  # OpenAI function schemas the template declares (agent=tools)
     enable_thinking: bool | None = None  # Qwen3 template option (None: not passed to the template)
     inference_retries: int = 2  # retries of a failed generation request before INFERENCE_ERROR
     inference_retry_backoff_s: float = 1.0  # first retry delay; doubles each retry

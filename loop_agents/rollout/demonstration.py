@@ -12,7 +12,10 @@ from loop_agents.rollout.trajectory import Trajectory
 
 
 def demonstration_trajectory(chat: ChatFormat, messages: list[dict[str, str]], task_id: str) -> Trajectory:
-    """Token-exact trajectory of a demonstration conversation (assistant turns trainable)."""
+    """Token-exact trajectory of a demonstration conversation (assistant turns trainable), in the form of the chat's
+    agent (`chat.demonstration_form`: tool calls and tool messages for a tool-calling agent)."""
+    if chat.demonstration_form is not None:
+        messages = chat.demonstration_form(list(messages))
     first_assistant = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
     traj = Trajectory(task_id=task_id, group_id=f"demo/{task_id}")
     traj.append_context(chat.initial_ids(messages[:first_assistant]))

@@ -45,6 +45,7 @@ def chat_format(tokenizer: Any, cfg: EpisodeConfig) -> ChatFormat:
         turn_end_token=cfg.turn_end_token,
         observation_role=cfg.observation_role,
         enable_thinking=cfg.enable_thinking,
+        tools=cfg.tools,
     )
 
 
@@ -210,6 +211,9 @@ class _Episode:
         traj.turns.append(record)
         if parsed.action is None:
             traj.metadata["n_no_action"] = traj.metadata.get("n_no_action", 0) + 1
+            if parsed.error_kind:  # a malformed tool call: counted per kind (tools/error/<kind>)
+                errors = traj.metadata.setdefault("tool_errors", {})
+                errors[parsed.error_kind] = errors.get(parsed.error_kind, 0) + 1
             record.observation_text = parsed.feedback
             return _TurnOutcome(record, parsed.feedback, done=False)
 

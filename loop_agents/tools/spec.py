@@ -24,6 +24,11 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]  # JSON schema of the arguments object ({"type": "object", "properties": ...})
     to_action: Callable[[dict[str, Any]], str] = field(compare=False, repr=False)
+    # the inverse, for demonstrations written as text actions: action -> arguments, or None when the action is not
+    # this tool's (None: the tool takes no part in converting demonstrations to tool form)
+    from_action: Callable[[str], dict[str, Any] | None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI / chat-template form: {"type": "function", "function": {name, description, parameters}}."""
@@ -44,6 +49,7 @@ def generic_action_tool(description: str = "Take one action in the environment."
             "required": ["action"],
         },
         to_action=lambda arguments: arguments["action"],
+        from_action=lambda action: {"action": action},
     )
 
 

@@ -10,6 +10,7 @@ from loop_agents.envs.agentgym.configured_source import ConfiguredAgentGymTaskSo
 from loop_agents.envs.family import EnvironmentFamily
 from loop_agents.errors import ConfigError
 from loop_agents.rollout.text_agent import TextActionAgent
+from loop_agents.tools.spec import generic_action_tool
 
 
 class AgentGymFamily(EnvironmentFamily):
@@ -32,6 +33,10 @@ class AgentGymFamily(EnvironmentFamily):
 
     def agent(self, cfg: Any) -> TextActionAgent:
         return TextActionAgent()
+
+    def tools(self, settings: AgentGymEnvConfig):
+        """The game's text action as one tool, `act(action)` (the game's prompt lists its actions)."""
+        return [generic_action_tool("Take one action in the game, written as the game's instructions say.")]
 
     def endpoint(self, settings: AgentGymEnvConfig) -> str | None:
         return settings.url

@@ -23,6 +23,19 @@ from loop_agents.errors import ConfigError
 from loop_agents.eval.behaviour import behaviour_metrics
 from loop_agents.progress_lines import Heartbeat
 from loop_agents.rollout.observation import truncate_observation
+from loop_agents.tools.spec import ToolSpec
+
+EXECUTE_TOOL = ToolSpec(
+    name="execute",
+    description="Run Python code in the task's environment (the `apis` object calls the apps); returns its output.",
+    parameters={
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+        "required": ["code"],
+    },
+    to_action=lambda arguments: arguments["code"],
+    from_action=lambda action: {"code": action},
+)
 
 
 class AppWorldFamily(EnvironmentFamily):
@@ -74,6 +87,10 @@ class AppWorldFamily(EnvironmentFamily):
         builder = REPO_ROOT / "scripts" / "build_appworld_data.py"
         with Heartbeat("driver", f"building the AppWorld data into {settings.root_path}"):
             subprocess.run([sys.executable, str(builder), "--root", str(settings.root_path)], check=True)
+
+    def tools(self, settings: AppWorldConfig):
+        """`execute(code)`: one code cell, run in the episode's sandbox as the text agent's ```python block is."""
+        return [EXECUTE_TOOL]
 
     def demonstrations(self, cfg: Any, settings: AppWorldConfig, chat: Any):
         """Scripted solutions of the self-made train scenarios played through the real engine, with deliberate

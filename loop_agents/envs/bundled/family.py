@@ -8,6 +8,7 @@ from typing import Any
 from loop_agents.envs.bundled.config import BundledEnvConfig
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
 from loop_agents.envs.bundled.env import BundledTaskSource
+from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
 from loop_agents.envs.bundled.warm_checks import code_token_weights, warm_start_checks
 from loop_agents.envs.family import EnvironmentFamily
 from loop_agents.rollout.text_agent import TextActionAgent
@@ -23,6 +24,10 @@ class GemHuntFamily(EnvironmentFamily):
 
     def agent(self, cfg: Any) -> TextActionAgent:
         return TextActionAgent()
+
+    def tools(self, settings: BundledEnvConfig):
+        """`open(container)` and `answer(code)`: the game's two moves."""
+        return list(GEM_HUNT_TOOLS)
 
     def demonstrations(self, cfg: Any, settings: BundledEnvConfig, chat: Any):
         """The noisy scripted solver's episodes on train tasks (`env.options.demo_count`, `demo_noise`)."""

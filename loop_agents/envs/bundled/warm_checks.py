@@ -65,7 +65,8 @@ def code_token_weights(demos, chat: ChatFormat, weight: float) -> list[list[floa
     for traj in demos:
         row = [1.0] * len(traj.token_ids)
         last_action = next(m["content"] for m in reversed(traj.messages) if m["role"] == "assistant")
-        if last_action.startswith("answer "):
+        # the answer as a text action or as a tool call
+        if last_action.startswith("answer ") or '"name": "answer"' in last_action:
             for position in code_token_positions(traj, chat):
                 row[position] = weight
         weights.append(row)

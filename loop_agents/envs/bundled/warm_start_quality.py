@@ -11,6 +11,8 @@ that turns partial credit into success. `sampled_dev` plays dev tasks with Huggi
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
@@ -19,12 +21,24 @@ from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_id
 from loop_agents.rollout.chat import ChatFormat
 from loop_agents.rollout.demonstration import action_spans, demonstration_trajectory
 
+_ANSWER_CALL_CODE = re.compile(r'"name": "answer", "arguments": \{"code": "([^"]*)"\}')
+
 
 def code_token_positions(traj, chat: ChatFormat) -> list[int]:
-    """Indices in `traj.token_ids` of the code symbols of its last action (`answer 4 7` -> the 4 and the 7)."""
+    """Indices in `traj.token_ids` of the code symbols of its last action (`answer 4 7` -> the 4 and the 7; in
+    tool form the symbols inside the answer call's `"code": "4 7"`)."""
     last = action_spans(traj.loss_mask)[-1][:-1]  # without <|im_end|>
-    texts = {t: chat.decode([traj.token_ids[t]]).strip() for t in last}
-    return [t for t, text in texts.items() if text and text != "answer"]  # "4","7" or "B","7"
+    texts = {t: chat.decode([traj.token_ids[t]]) for t in last}
+    call = _ANSWER_CALL_CODE.search("".join(texts.values()))
+    if call is None:
+        # "4","7" or "B","7"
+        return [t for t, text in texts.items() if text.strip() and text.strip() != "answer"]
+    positions, offset = [], 0
+    for t, text in texts.items():  # the tokens whose characters fall inside the code's
+        if offset < call.end(1) and offset + len(text) > call.start(1) and text.strip():
+            positions.append(t)
+        offset += len(text)
+    return positions
 
 
 def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:

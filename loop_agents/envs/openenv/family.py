@@ -16,6 +16,7 @@ from loop_agents.envs.registry import family, family_names
 from loop_agents.envs.settings import env_settings, typed
 from loop_agents.errors import ConfigError
 from loop_agents.rollout.text_agent import DEFAULT_SYSTEM_PROMPT, TextActionAgent
+from loop_agents.tools.spec import generic_action_tool
 
 
 class OpenEnvFamily(EnvironmentFamily):
@@ -50,6 +51,10 @@ class OpenEnvFamily(EnvironmentFamily):
             probe(settings.url.rstrip("/"), settings)
         if settings.demonstrations_from:
             self._lender(settings)
+
+    def tools(self, settings: OpenEnvSettings):
+        """The environment's text action (the server's `message`) as one tool, `act(action)`."""
+        return [generic_action_tool("Take one action in the environment, as text.")]
 
     def endpoint(self, settings: OpenEnvSettings) -> str | None:
         return settings.url
