@@ -4,8 +4,8 @@ Each check returns None or one line naming the key, the cause and the fix; `chec
 such line and exits 2 (the supervisor never restarts exit 2). Checked, in this order: `llm.model_path`
 resolves without the network (`tiny`, a local model directory, or the Hugging Face cache; the hub is asked
 once, with a short timeout and no retries, only when HF is not offline); `run.dir` is, or can become, a
-writable directory; the servers the run joins answer (the environment server's `env.options.url`, a
-`ray.address` to join).
+writable directory; with `agent=tools`, the model's chat template declares tools; the servers the run joins
+answer (the environment server's `env.options.url`, a `ray.address` to join).
 The launch's world size is checked in `config/launch.py` on every rank.
 """
 
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.selected import selected_family
 from loop_agents.envs.settings import env_settings
@@ -105,6 +105,31 @@ def _hub_lookup(repo_id: str) -> str | None:
     return None
 
 
+def tool_template_problem(cfg: DictConfig) -> str | None:
+    """With `agent=tools`: why the model's chat template cannot declare the family's tools, else None. The tiny
+    model is built with our Qwen templates, which can (tests/rollout/test_tool_agent.py)."""
+    model_path = str(cfg.llm.model_path)
+    if OmegaConf.select(cfg, "agent.kind", default="text") != "tools" or model_path == "tiny":
+        return None
+    from transformers import AutoTokenizer
+
+    from loop_agents.rollout.chat import ChatFormat, ChatTemplateError
+    from loop_agents.tools.spec import tools_of
+
+    tools = [tool.openai_schema() for tool in tools_of(selected_family(cfg), env_settings(cfg))]
+    local = Path(model_path).expanduser()
+    source = "chat_template.jinja" if (local / "chat_template.jinja").is_file() else "tokenizer_config.json"
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        ChatFormat(tokenizer, observation_role="tool", tools=tools)
+    except ChatTemplateError as err:
+        return (
+            f"config error: agent=tools: the chat template of {model_path} (its {source}) cannot declare tools "
+            f"({err}); use agent=text or a model whose template has a tools branch"
+        )
+    return None
+
+
 def _reachable(host: str, port: int) -> str | None:
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
@@ -142,6 +167,7 @@ def check_or_exit(cfg: DictConfig) -> None:
     for check in (
         lambda: model_problem(str(cfg.llm.model_path)),
         lambda: run_dir_problem(str(cfg.run.dir)),
+        lambda: tool_template_problem(cfg),
         lambda: server_problems(cfg),
     ):
         problem = check()

@@ -6,6 +6,11 @@ observation) carries loss weight; the ids equal the chat template applied to the
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from transformers import AutoTokenizer
@@ -28,6 +33,7 @@ from loop_agents.tools.parsers import HermesParser, ToolCall
 
 from .scripted import ScriptedGenerator, assert_token_exact
 
+ROOT = Path(__file__).resolve().parents[2]
 PARSER = HermesParser()
 SCHEMAS = tool_schemas(GEM_HUNT_TOOLS)
 CFG = EpisodeConfig(
@@ -148,3 +154,25 @@ def test_a_template_without_tools_is_refused(tiny_model_dir):
     ChatFormat(tokenizer)  # fine for a text agent
     with pytest.raises(ChatTemplateError, match="does not render tools"):
         ChatFormat(tokenizer, observation_role="tool", tools=SCHEMAS)
+
+
+def test_train_refuses_a_model_whose_template_has_no_tools(tmp_path, tiny_model_dir):
+    """Bad input: `agent=tools` with a chat template that ignores tools is one line naming the model and its
+    template, exit 2, before Ray or vLLM start."""
+    model = tmp_path / "chatml_model"
+    shutil.copytree(tiny_model_dir, model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    (model / "tokenizer_config.json").write_text(
+        json.dumps({**config, "chat_template": CHATML_WITHOUT_TOOLS})
+    )
+    command = [sys.executable, "-m", "loop_agents.train", "experiment=demo", "agent=tools",
+               f"llm.model_path={model}", f"run.dir={tmp_path / 'run'}"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"config error: agent=tools: the chat template of {model} (its tokenizer_config.json)"
+    )
+    assert "does not render tools" in lines[0] and not (tmp_path / "run").exists()
