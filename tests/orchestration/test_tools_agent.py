@@ -1,0 +1,94 @@
+"""`agent=tools` from the config: every built-in family gets the tool-calling agent with its declared tools, and
+the warm start's demonstrations and checks come in tool form (calls as the template writes them, observations as
+tool responses, the gem's code symbols found inside the answer call)."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoModelForCausalLM
+
+from loop_agents.config.load import compose
+from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
+from loop_agents.envs.bundled.tasks import generate_task, parse_task_id
+from loop_agents.envs.bundled.warm_checks import code_token_weights
+from loop_agents.envs.bundled.warm_start_quality import code_token_positions, episode_probabilities
+from loop_agents.orchestration.agent_choice import make_agent
+from loop_agents.orchestration.components import episode_config
+from loop_agents.orchestration.warm_model import warm_start_demonstrations
+from loop_agents.rollout.demonstration import demonstration_trajectory
+from loop_agents.rollout.text_agent import TextActionAgent
+from loop_agents.rollout.tool_agent import ToolCallingAgent
+
+TOOLS_OF = {
+    "bundled": ["open", "answer"],
+    "appworld": ["execute"],
+    "babyai": ["act"],
+    "textcraft": ["act"],
+    "sciworld": ["act"],
+    "agentgym_http": ["act"],
+    "openenv": ["act"],
+}
+EXTRA = {
+    "agentgym_http": ["env.options.url=http://127.0.0.1:9"],
+    "openenv": ["env.options.serve_family=bundled"],
+}
+
+
+@pytest.mark.parametrize("family", sorted(TOOLS_OF))
+def test_every_built_in_family_gets_its_tools(family) -> None:
+    cfg = compose([f"env={family}", "agent=tools", *EXTRA.get(family, [])])
+    agent = make_agent(cfg)
+    assert isinstance(agent, ToolCallingAgent) and [t.name for t in agent.tools] == TOOLS_OF[family]
+    episode = episode_config(cfg, max_turns=2)
+    assert episode.observation_role == "tool"
+    assert [t["function"]["name"] for t in episode.tools] == TOOLS_OF[family]
+    text = compose([f"env={family}", *EXTRA.get(family, [])])  # the default stays the family's own agent
+    assert not isinstance(make_agent(text), ToolCallingAgent)
+    assert (episode_config(text, max_turns=2).observation_role, episode_config(text, max_turns=2).tools) == (
+        "user",
+        None,
+    )
+
+
+def test_warm_start_demonstrations_are_tool_calls(tiny_model_dir) -> None:
+    cfg = compose(
+        ["experiment=demo", "agent=tools", "env.options.demo_count=20", "learner.sft_check_episodes=5"]
+    )
+    chat, demos = warm_start_demonstrations(cfg, tiny_model_dir)
+    assert chat.tools and len(demos) == 20
+    for traj in demos:
+        trained = chat.tokenizer.decode([t for t, m in zip(traj.token_ids, traj.loss_mask, strict=True) if m])
+        assistant = [m["content"] for m in traj.messages if m["role"] == "assistant"]
+        assert all(
+            a.startswith('<tool_call>\n{"name": "') and a.endswith("}\n</tool_call>") for a in assistant
+        )
+        assert trained == "<|im_end|>".join(assistant) + "<|im_end|>"
+        assert [m["role"] for m in traj.messages[2:]] == ["assistant", "tool"] * (len(assistant) - 1) + [
+            "assistant"
+        ]
+    weights = code_token_weights(demos, chat, 4.0)
+    answered = [
+        (t, w) for t, w in zip(demos, weights, strict=True) if '"name": "answer"' in t.messages[-1]["content"]
+    ]
+    assert answered
+    for traj, row in answered:  # 4x on exactly the code's two symbols inside `"code": "4 7"`
+        code = traj.messages[-1]["content"].split('"code": "')[1].split('"')[0]
+        weighed = [chat.decode([traj.token_ids[p]]) for p, w in enumerate(row) if w == 4.0]
+        assert "".join(weighed) == code.replace(" ", "")
+    # the warm start's checks score the solver's episodes in the same tool form, the code found inside the call
+    checks = heldout_clean_demonstrations(3, {d.task_id for d in demos})
+    for task_id, messages in checks:
+        traj = demonstration_trajectory(chat, messages, task_id)
+        assert traj.messages[-1]["content"].startswith('<tool_call>\n{"name": "answer"')
+        code = generate_task(parse_task_id(task_id)).code
+        symbols = "".join(chat.decode([traj.token_ids[p]]) for p in code_token_positions(traj, chat))
+        assert symbols == code.replace(" ", "")
+    factors = episode_probabilities(AutoModelForCausalLM.from_pretrained(tiny_model_dir), chat, checks)
+    assert 0 < factors["p_code_1"] < 1 and factors["p_optimal_dev_episode"] <= factors["p_answer"] < 1
+
+
+def test_text_demonstrations_stay_text(tiny_model_dir) -> None:
+    cfg = compose(["experiment=demo", "env.options.demo_count=5"])
+    chat, demos = warm_start_demonstrations(cfg, tiny_model_dir)
+    assert not chat.tools and isinstance(make_agent(cfg), TextActionAgent)
+    assert all(not m["content"].startswith("<tool_call>") for d in demos for m in d.messages)
