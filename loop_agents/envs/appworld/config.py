@@ -34,13 +34,13 @@ class AppWorldConfig:
     execute_timeout_s: int = (
         20  # AppWorld's own per-cell timeout (SIGALRM); +grace_s the host kills the episode
     )
-    grace_s: float = (
-        10.0  # a cell still running at execute_timeout_s + grace_s ends its episode (reward 0, timeout)
-    )
+    # a cell still running at execute_timeout_s + grace_s ends its episode (timeout; scored on its state)
+    grace_s: float = 10.0
     evaluate_timeout_s: float = 60.0  # HTTP timeout of /evaluate
     max_interactions: int = 50  # code cells per episode; the step that reaches it ends the episode
     max_api_calls_per_interaction: int = 1000  # AppWorld's per-cell API call cap
-    max_output_bytes: int = 4_000_000  # a larger cell output ends the episode (reward 0, output_too_large)
+    # a larger cell output ends the episode (output_too_large; scored on its state)
+    max_output_bytes: int = 4_000_000
     # AppWorld's own name guard (subprocess, socket, open for writing, ... -> error output). It is not a
     # security boundary (`import os` and every `appworld.*` module pass it); the sandbox below is.
     raise_on_unsafe_syntax: bool = True
@@ -49,9 +49,11 @@ class AppWorldConfig:
     sandbox: str = "available"
     memory_limit_mb: int = 4096  # RLIMIT_AS of an episode process
     file_size_limit_mb: int = 256  # RLIMIT_FSIZE of an episode process
-    cpu_limit_s: int = 600  # RLIMIT_CPU of an episode process (whole episode)
+    cpu_limit_s: int = 600  # RLIMIT_CPU of an episode process (whole episode; the API process stops at 90 %)
     open_files_limit: int = 256  # RLIMIT_NOFILE of an episode process
-    scratch_limit_mb: int = 64  # size of the policy process's tmpfs (its only writable place)
+    # size of the policy process's tmpfs (its only writable place); the apps' saved state is capped at the
+    # smaller of this and file_size_limit_mb (the call that crosses it is undone and ends the episode)
+    scratch_limit_mb: int = 64
     scratch_inodes: int = 4096  # files + folders in that tmpfs
     reward: str = "partial"  # partial = passed/num_tests | success = 1 if all tests pass else 0
     experiment_prefix: str = "loop_agents"  # prefix of generated per-episode experiment names

@@ -13,10 +13,12 @@ public app APIs; the end state it saves is signed by the host and scored by AppW
 in a third process. AppWorld's name guard still runs first, but it is not a boundary: `import os`
 passes it, and the sandbox is what stops the cell.
 Syntax errors, exceptions and sandbox refusals (PermissionError, unreachable network) come back as
-"Execution failed ..." output and the episode goes on. A cell that runs past its deadline, kills or
-wedges its own process, or floods its output ends the episode as a failed attempt: done=True,
-`info["error"]` = timeout | env_killed | output_too_large, and evaluate() gives reward 0 with
-`details["episode_ended"]` naming why. Only a failure of the host itself (death, HTTP timeout, 5xx)
+"Execution failed ..." output and the episode goes on. Whatever else the policy's code does to its own side
+ends the episode as a failed attempt: a cell that runs past its deadline, kills or wedges its own process,
+floods its output, closes its channel to the apps, or reaches a budget the API process holds (saved-state
+size, API CPU): done=True, `info["error"]` names why, and evaluate() scores the state the API process holds
+(what its calls did until then), with `details["episode_ended"]` naming why. Only a failure of a trusted
+process (host, API process, evaluator: death, timeout, 5xx), which nothing the policy sends can cause,
 raises EnvironmentFailure, which the episode runner records as `env_error` and retries.
 """
 
@@ -127,7 +129,7 @@ class AppWorldEnvironment:
         )
 
     def _end(self, why: str, reply: dict[str, Any]) -> StepResult:
-        """The cell ended its own episode: a failed attempt, scored 0 by evaluate()."""
+        """The policy ended its own episode: a failed attempt, scored by evaluate() on the state its calls made."""
         self.completed = True
         self.ended = why
         messages = {
@@ -135,6 +137,11 @@ class AppWorldEnvironment:
             "and was killed; the episode is over.",
             "output_too_large": f"Execution failed. The output exceeded {reply.get('size', '?')} bytes and was "
             "dropped; the episode is over.",
+            "state_too_large": "Execution failed. The apps' saved state would exceed its "
+            f"{reply.get('state_cap_mb', '?')} MB cap; the last API call was undone and the episode is over.",
+            "api_channel_closed": "Execution failed. The code closed its connection to the apps; "
+            "the episode is over.",
+            "api_cpu_budget": "Execution failed. The apps used the episode's CPU time; the episode is over.",
         }
         observation = messages.get(why, "Execution failed. The execution process died; the episode is over.")
         return StepResult(
@@ -142,18 +149,17 @@ class AppWorldEnvironment:
         )
 
     async def evaluate(self) -> Evaluation:
+        """AppWorld's score of the state the API process holds, also for an episode the policy ended itself
+        (`details["episode_ended"]` says how); reward 0 only where the host could not score that state."""
         if self._server is None or self.task_id is None:
             raise RuntimeError("AppWorldEnvironment.evaluate before reset")
         if not self._server_ok:
             raise EnvironmentFailure("the episode's AppWorld host was recycled; cannot evaluate")
-        report = None
-        if self.ended is None:
-            report = await self._call("evaluate", timeout=self.config.evaluate_timeout_s)
-            if isinstance(report, dict) and "ended" in report:
-                self.ended = str(report["ended"])
-        if self.ended is not None:
+        report = await self._call("evaluate", timeout=self.config.evaluate_timeout_s)
+        if isinstance(report, dict) and "ended" in report:  # tampered or unscorable output
+            self.ended = self.ended or str(report["ended"])
             evaluation = Evaluation(
-                reward=0.0, success=False, details={"episode_ended": self.ended, "tests": []}
+                reward=0.0, success=False, details={"episode_ended": str(report["ended"]), "tests": []}
             )
         else:
             try:
@@ -162,6 +168,8 @@ class AppWorldEnvironment:
                 raise EnvironmentFailure(str(error)) from error
             evaluation.details["evaluate_s"] = report.get("evaluate_s")  # the evaluator fork's wall time
             evaluation.details["evaluator_timing"] = report.get("timing", {})
+            if self.ended is not None:
+                evaluation.details["episode_ended"] = self.ended
         evaluation.details.update(
             task_id=self.task_id,
             experiment_name=self.experiment_name,

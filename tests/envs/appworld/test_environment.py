@@ -110,7 +110,8 @@ def test_bad_code_gives_error_observations_and_the_server_stays_usable(task_sour
 
 
 def test_megabyte_print_ends_the_episode_as_a_failed_attempt_and_the_host_stays(task_source, run):
-    """The host's channel cap ends the episode (reward 0, output_too_large); the host itself is not recycled."""
+    """The host's channel cap ends the episode (output_too_large), scored on the state its calls left (none: the
+    no-op's 1 of 2); the host itself is not recycled."""
     recycled = task_source.pool.stats.recycled
     task_id = template_tasks(task_source, "note_count_tag")[2]
     env = run(task_source.make_env())
@@ -118,7 +119,7 @@ def test_megabyte_print_ends_the_episode_as_a_failed_attempt_and_the_host_stays(
     step = run(env.step("print('x' * 6_000_000)"))
     assert step.done and step.info["error"] == "output_too_large"
     evaluation = run(env.evaluate())
-    assert evaluation.reward == 0.0 and evaluation.details["episode_ended"] == "output_too_large"
+    assert evaluation.reward == 0.5 and evaluation.details["episode_ended"] == "output_too_large"
     run(env.close())
     assert task_source.pool.stats.recycled == recycled
     _, _, evaluation = run(play(task_source, task_id, [solution(task_source, task_id)]))  # pool still serves

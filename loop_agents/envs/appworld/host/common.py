@@ -32,6 +32,11 @@ class Settings:
         self.limits = layers.Limits(args.memory_mb, args.file_size_mb, args.cpu_s, args.open_files)
         self.scratch_mb = args.scratch_mb
         self.scratch_inodes = args.scratch_inodes
+        # what the API process may save for an episode: no more than the policy's own scratch, and each file
+        # under the file-size limit its save runs with
+        self.state_cap_bytes = min(args.scratch_mb, args.file_size_mb) * 2**20
+        # the API process's CPU for the policy's calls: it stops answering before its own RLIMIT_CPU could end it
+        self.api_cpu_budget_s = 0.9 * args.cpu_s if args.cpu_s else float("inf")
         # what every policy process's view binds read-only: the interpreter, libraries, the host's own code
         host = Path(__file__).resolve().parent
         code = [host, Path(layers.__file__).resolve().parent]

@@ -1,5 +1,5 @@
 """Scoring outside the episode: a fork E of the clean host runs AppWorld's own evaluator over the saved
-outputs, sandboxed, after refusing outputs that hold anything but row changes.
+outputs, sandboxed, after refusing outputs that hold anything but row changes an API call can make (saved_changes.py).
 
 E is forked when the episode starts (`PreparedEvaluation`), not when it ends: while the policy's cells run,
 E sandboxes itself and loads the task, its start databases and its ground truth (it never runs policy
@@ -10,17 +10,16 @@ before: the fork, sandbox and cold task load after the episode were most of the 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
 from loop_agents.envs.appworld.host import provenance
 from loop_agents.envs.appworld.host.common import MESSAGE_LIMIT, Settings, close_fds_except, now, sandbox_self
+from loop_agents.envs.appworld.host.saved_changes import SavedChangesCheck
 from loop_agents.sandbox import framing, layers
 
 
@@ -87,11 +86,14 @@ def _evaluator_main(channel: socket.socket, task_id: str, experiment: str, setti
     set_local_date_and_time(task.datetime)
     _ = task.model_collection
     task.ground_truth.evaluation_module()
+    check = SavedChangesCheck(settings.root, task_id)
+    check.prepare([*task.allowed_apps, "admin", "supervisor"])
     prepare_s = now() - began
     request = framing.receive(channel, MESSAGE_LIMIT)  # blocks until the episode is over
     if request.get("op") != "evaluate":
         return
-    problem = _tampered_output(out_dir / "dbs")
+    problem = check.problem(out_dir / "dbs")
+    check.close()
     if problem:
         framing.send(channel, {"output": {"ended": "tampered_output", "message": problem}})
         return
@@ -117,7 +119,12 @@ def score_experiment(
     if "namespaces" in settings.active:
         layers.enter_namespaces()
     sandbox_self(settings, [settings.root / "data"], [outputs])
-    tampered = {t: why for t in task_ids if (why := _tampered_output(outputs / "tasks" / t / "dbs"))}
+    tampered = {}
+    for task_id in task_ids:
+        check = SavedChangesCheck(settings.root, task_id)
+        if why := check.problem(outputs / "tasks" / task_id / "dbs"):
+            tampered[task_id] = why
+        check.close()
     clean = [t for t in task_ids if t not in tampered and (trust_unsigned or t not in unverified)]
     result: dict[str, Any] = {"aggregate": {}, "individual": {}}
     if clean:
@@ -129,28 +136,3 @@ def score_experiment(
             save_reports=True,
         )
     return {**result, "tampered": tampered, "unverified": unverified}
-
-
-def _tampered_output(dbs: Path) -> str:
-    """A reason if the saved changes hold anything but row INSERT/UPDATE/DELETE statements.
-
-    The evaluator replays these SQL lines; ATTACH, VACUUM INTO or PRAGMA could reach files or the
-    start database, which no API call can do.
-    """
-    for path in sorted(dbs.glob("*.jsonl")):
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                statement = json.loads(line)[0]
-            except (ValueError, IndexError, KeyError, TypeError):
-                return f"{path.name}:{number} is not a change record"
-            if not isinstance(statement, str) or statement.lstrip().split(" ", 1)[0].upper() not in (
-                "INSERT",
-                "UPDATE",
-                "DELETE",
-            ):
-                return f"{path.name}:{number} is not a row change: {str(statement)[:80]!r}"
-            if any(word in statement.upper() for word in ("ATTACH", "PRAGMA", "VACUUM", "DETACH")):
-                return f"{path.name}:{number} uses a forbidden SQL word: {statement[:80]!r}"
-    return ""

@@ -46,14 +46,23 @@ class ChannelTransport:
 
     def __init__(self, channel: socket.socket) -> None:
         self.channel = channel
+        self.sent = 0
 
     def _call(self, method: str, url: str, payload: Any, headers: dict | None) -> Response:
         path = url[len(URL) :] if url.startswith(URL) else url
-        framing.send(
-            self.channel, {"method": method, "path": path, "payload": payload, "headers": headers or {}}
-        )
-        reply = framing.receive(self.channel, REPLY_LIMIT)
-        return Response(int(reply["status"]), str(reply["text"]))
+        self.sent += 1
+        request = {
+            "id": self.sent,
+            "method": method,
+            "path": path,
+            "payload": payload,
+            "headers": headers or {},
+        }
+        framing.send(self.channel, request)
+        while True:  # a reply to a call that an earlier cell's timeout interrupted is skipped
+            reply = framing.receive(self.channel, REPLY_LIMIT)
+            if reply.get("id") == self.sent:
+                return Response(int(reply["status"]), str(reply["text"]))
 
     def get(self, url: str, params: Any = None, headers: dict | None = None, **_: Any) -> Response:
         return self._call("GET", url, params, headers)

@@ -55,12 +55,23 @@ class Host:
         return output
 
     def execute(self, body: dict[str, Any]) -> Any:
+        """One cell: the API process serves the policy's calls only between `cell_begin` and `cell_end`, while
+        B runs (B is stopped, or dead, when `cell_end` drops what it left on the channel)."""
         episode = self._episode(body)
+        if episode.ended:
+            return {"ended": episode.ended}
+        light_s = self.settings.grace_s + 5
+        episode.ask_api({"op": "cell_begin"}, light_s)
         reply = episode.ask_policy(
             {"op": "execute", "code": str(body["code"])}, episode.cell_timeout_s + self.settings.grace_s
         )
+        verdict = episode.ask_api({"op": "cell_end"}, light_s)["output"]["verdict"]
         if "ended" in reply:
             return reply
+        if verdict:  # a budget the API process holds, or the channel the policy closed: the policy's doing
+            episode.ended = verdict
+            episode.kill_policy()
+            return {"ended": verdict, "state_cap_mb": self.settings.state_cap_bytes / 2**20}
         return reply["output"] if isinstance(reply["output"], str) else str(reply["output"])
 
     def task_completed(self, body: dict[str, Any]) -> Any:
@@ -70,16 +81,17 @@ class Host:
         return episode.ask_api({"op": "task_completed"}, self.settings.grace_s + 5)["output"] is True
 
     def evaluate(self, body: dict[str, Any]) -> Any:
+        """The end state the API process holds, saved, signed and scored, however the episode ended: a policy
+        that ended its own episode (`episode_ended` names how) is scored on what its calls did until then."""
         episode = self._episode(body)
         if episode.evaluation is not None:
             return episode.evaluation
-        if episode.ended:
-            return {"ended": episode.ended}
         began = now()
+        ended_by_policy = episode.ended
         episode.kill_policy()  # no cell runs while the end state is saved and scored
         saved = episode.ask_api({"op": "save"}, self.settings.evaluate_timeout_s)["output"]
         episode.kill()
-        episode.ended = "evaluated"
+        episode.ended = ended_by_policy or "evaluated"
         out_dir = self.settings.output_dir(episode.experiment, episode.task_id)
         provenance.sign(self.key, out_dir, episode.task_id, episode.experiment)
         evaluator, self.evaluator = self.evaluator, None
@@ -90,7 +102,9 @@ class Host:
             return episode.evaluation
         output = result["output"]
         output["evaluate_s"] = now() - began
-        output.setdefault("timing", {}).update(save_s=saved["save_s"], refused_routes=saved["refused_routes"])
+        if ended_by_policy:
+            output["episode_ended"] = ended_by_policy
+        output.setdefault("timing", {}).update(saved)
         episode.evaluation = output
         return output
 
