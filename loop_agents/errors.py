@@ -13,3 +13,7 @@ class CheckpointError(RuntimeError):
 
 class CachedModelMismatch(ValueError):
     """A model cached in the run directory (tiny base or warm start) was built by another preset or settings."""
+
+
+class LostWorkError(RuntimeError):
+    """An iteration lost more of its episodes than `collect.max_lost_fraction` allows (or finished none)."""

@@ -27,8 +27,8 @@ from loop_agents.config.launch import ACCELERATE_SIMPLE_LAUNCH, check_world_size
 from loop_agents.config.load import compose_or_exit
 from loop_agents.config.validate import ConfigError
 from loop_agents.envs.selected import check_environment
-from loop_agents.errors import CachedModelMismatch, CheckpointError
-from loop_agents.failures import exit_code_for
+from loop_agents.errors import CachedModelMismatch, CheckpointError, LostWorkError
+from loop_agents.failures import PERMANENT, exit_code_for
 from loop_agents.finished_run import finished_line
 from loop_agents.jsonl import JsonlError
 from loop_agents.orchestration.placement import plan
@@ -121,6 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     except (CachedModelMismatch, JsonlError) as err:  # another preset's model in run.dir, a damaged log
         print(f"run directory error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+    except LostWorkError as err:  # the retries waited for the servers already: a restart would lose it again
+        print(f"run stopped, work lost: {err}. Fix the cause and run the same command: it resumes from "
+              f"{resume_point(Path(cfg.run.dir))}", file=sys.stderr, flush=True)  # fmt: skip
+        raise SystemExit(PERMANENT) from None
     except Exception as err:  # its traceback and stop line; the code tells the supervisor whether to rerun
         sys.excepthook(type(err), err, err.__traceback__)
         raise SystemExit(exit_code_for(err)) from None

@@ -162,7 +162,26 @@ class RolloutConfig:
     cut_policy: str = "finish_started"  # drop_inflight (reference) | finish_started (no short-episode bias)
     async_one_step_off: bool = False  # collect iteration i+1 with adapter i while learning i
     request_timeout_s: float = 120.0  # per inference request
-    server_recovery_timeout_s: float = 300.0  # before retrying after an inference failure, wait this long at most for the server to be healthy again
+    server_recovery_timeout_s: float = 300.0  # before retrying after an inference or environment server failure, wait this long at most for the server to be healthy again
+    # first wait before an episode's retry; it doubles each retry (episode_retries=2: 2 + 4 s), then the wait for
+    # the server above
+    retry_backoff_s: float = 2.0
+    # one environment step or evaluation longer than this ends its episode (env_error, counted as env_timeout); above
+    # every built-in family's own per-call limit (AppWorld's cell 20 s + 10 s grace, AgentGym's and OpenEnv's 60 s)
+    env_timeout_s: float | None = 120.0
+    # one environment reset longer than this ends its episode likewise; AppWorld's reset may wait 600 s for a free
+    # host (env.options.acquire_timeout_s) and 90 s to load a world
+    env_reset_timeout_s: float | None = 900.0
+
+
+@dataclass
+class CollectConfig:
+    """How much lost work an iteration may have before the run stops (lost: episodes dropped after their retries)."""
+
+    # an iteration that loses more than this fraction of its episodes stops the run with one line naming the cause
+    # (exit 3); a healthy run loses none (every loss is a server, timeout or capacity fault, and losses are not
+    # random: the longest episodes time out first), and an iteration with no finished episode always stops it
+    max_lost_fraction: float = 0.25
 
 
 @dataclass
@@ -286,6 +305,7 @@ class RootConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    collect: CollectConfig = field(default_factory=CollectConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)

@@ -69,6 +69,10 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "eval.runs_per_task": (1, True),
     "eval.held_out_runs_per_task": (1, True),
     "rollout.episode_retries": (0, True),
+    "rollout.retry_backoff_s": (0.0, True),
+    "rollout.env_timeout_s": (0.0, False),
+    "rollout.env_reset_timeout_s": (0.0, False),
+    "collect.max_lost_fraction": (0.0, True),
     "learner.sft_epochs": (0, True),
     "learner.sft_until_p_optimal": (0.0, False),
     "learner.sft_check_episodes": (1, True),
@@ -87,6 +91,7 @@ UPPER_BOUNDS: dict[str, float] = {
     "algorithm.lam": 1.0,
     "rollout.rollouts_fraction": 1.0,
     "rollout.rollouts_per_task_fraction": 1.0,
+    "collect.max_lost_fraction": 1.0,
     "learner.sft_until_p_optimal": 1.0,
     "learner.sft_stall_copy": 1.0,
 }

@@ -62,12 +62,24 @@ def eval_line(
     size = f"{int(tasks)} tasks" if tasks is not None else "? tasks"
     if runs is not None and runs > 1:
         size += f" x {int(runs)} runs"
-    line = f"[eval iter {iteration}] {split} {headline(metrics, env)} ({size})"
-    if metrics.get("eval/lost"):
-        line += f", {int(metrics['eval/lost'])} lost"
+    causes = lost_causes_text(metrics)
+    if not metrics.get("eval/num_tasks") and metrics.get("eval/lost"):
+        line = f"[eval iter {iteration}] {split}: no episode scored, {int(metrics['eval/lost'])} lost"
+    else:
+        line = f"[eval iter {iteration}] {split} {headline(metrics, env)} ({size})"
+        if metrics.get("eval/lost"):
+            line += f", {int(metrics['eval/lost'])} lost"
+    line += f" ({causes})" if causes and metrics.get("eval/lost") else ""
     if best is not None:
         line += f" | best {metric_label(best_metric)} {_num(best[1], _digits(best_metric))} @{best[0]}"
     return line
+
+
+def lost_causes_text(metrics: Mapping[str, Any], prefix: str = "eval/") -> str:
+    """`16 env_error, 2 env_timeout` from `{prefix}lost_<cause>` ("" when no cause is recorded)."""
+    causes = [(k.removeprefix(f"{prefix}lost_"), int(v)) for k, v in metrics.items()
+              if k.startswith(f"{prefix}lost_") and v]  # fmt: skip
+    return ", ".join(f"{n} {cause}" for cause, n in sorted(causes, key=lambda item: -item[1]))
 
 
 def _digits(metric: str) -> int:
@@ -104,10 +116,13 @@ def run_summary(
     held_out: Mapping[str, Any] | None,
     phases: Mapping[str, float | None],
     plots: bool,
+    lost: Sequence[tuple[int, Mapping[str, Any]]] = (),
+    eval_enabled: bool = True,
 ) -> list[str]:
     """The run's closing lines.
 
     selection: (iteration, eval metrics) of every evaluation on the selection tasks, in iteration order.
+    lost: (iteration, eval metrics) of the evaluations that lost every episode (no score), in iteration order.
     held_out: {"num_tasks": n, "results": [(label, iteration, metrics with eval/ keys), ...]} or None.
     """
     label = metric_label(best_metric)
@@ -123,9 +138,18 @@ def run_summary(
         )
         if best is not None:
             text += f", best {_num(best[1], digits)} @{best[0]}"
+        if lost:
+            text += f"; every episode lost at {', '.join(f'@{it}' for it, _ in lost)}"
         lines.append(f"selection ({int(n) if n is not None else '?'} {split} tasks, picks the best): {text}")
+    elif lost:
+        cells = ", ".join(f"@{it} ({lost_causes_text(m) or 'lost'})" for it, m in lost)
+        lines.append(
+            f"selection: no evaluation scored, every episode was lost: {cells}; no checkpoint picked"
+        )
+    elif not eval_enabled:
+        lines.append("no evaluation ran (eval.enabled=false)")
     else:
-        lines.append("no evaluation ran (eval.enabled=false or no evaluation finished)")
+        lines.append("no evaluation finished")
     if held_out and held_out.get("results"):
         cells = [f"{name} @{it}: {headline(m, env)}" for name, it, m in held_out["results"]]
         lines.append(

@@ -7,13 +7,17 @@ max(1, round(K * rollouts_per_task_fraction)) finished rollouts. Two policies:
   data toward short episodes (long ones are the ones still running).
 - `finish_started` (default): no new episode starts after the cut, but every started one finishes, so
   the only episodes lost are ones that never began, which are not selected by length.
-A failed episode (environment or inference error) is retried up to `retries` times; episodes that
-still fail are dropped and counted, never passed to the learner and never fatal.
+A failed episode (environment or inference error) is retried up to `retries` times, each retry after a wait that
+doubles (`retry_backoff_s`, 2x, 4x, ...: a bounded total) and after `before_retry` (which waits, bounded, for a
+restarting server); episodes that still fail are dropped and counted by cause (`loss_cause`: env_timeout,
+env_capacity, env_error, inference_error), never passed to the learner. Whether the losses are too many is the
+driver's call (`collect.max_lost_fraction`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -21,6 +25,20 @@ from loop_agents.rollout.trajectory import FinishReason, Trajectory
 
 EpisodeFn = Callable[[str, str, int], Awaitable[Trajectory]]  # (task_id, group_id, sample_index)
 FAILED = (FinishReason.ENV_ERROR, FinishReason.INFERENCE_ERROR)
+LOSS_CAUSES = ("env_timeout", "env_capacity", "env_error", "inference_error")
+
+
+def loss_cause(traj: Trajectory) -> str:
+    """The cause a failed episode is counted under: a timed-out environment call, a server at its session
+    capacity, any other environment failure, or the inference server."""
+    if traj.finish_reason == FinishReason.INFERENCE_ERROR:
+        return "inference_error"
+    error = str(traj.metadata.get("error", ""))
+    if "timed out after" in error:  # rollout/runner.py's words for a reset/step/evaluate past its timeout
+        return "env_timeout"
+    if "capacity" in error:  # envs/openenv/client.py's words for a refused session
+        return "env_capacity"
+    return "env_error"
 
 
 @dataclass
@@ -31,6 +49,16 @@ class CollectionStats:
     failed: int = 0  # episodes dropped after exhausting retries
     cancelled: int = 0  # episodes cut as stragglers (in flight or never started)
     cancelled_lengths: list[int] = field(default_factory=list)  # tokens of cut in-flight episodes, if known
+    lost_causes: Counter = field(default_factory=Counter)  # cause (LOSS_CAUSES) -> dropped episodes
+    last_errors: dict[str, str] = field(default_factory=dict)  # cause -> the last dropped episode's error
+    backoff_s: float = 0.0  # seconds spent waiting before retries (backoff, summed over episodes)
+
+    def lose(self, traj: Trajectory) -> None:
+        """Count `traj` (failed after its last retry) as lost, under its cause."""
+        cause = loss_cause(traj)
+        self.failed += 1
+        self.lost_causes[cause] += 1
+        self.last_errors[cause] = str(traj.metadata.get("error", traj.finish_reason.value))
 
     @property
     def ended(self) -> int:
@@ -44,6 +72,8 @@ class CollectionStats:
             "collect/retried": self.retried,
             "collect/lost": self.failed,
             "collect/cancelled": self.cancelled,
+            "collect/backoff_s": self.backoff_s,
+            **{f"collect/lost_{cause}": float(self.lost_causes[cause]) for cause in LOSS_CAUSES},
         }
 
 
@@ -65,10 +95,12 @@ async def collect_groups(
     group_prefix: str = "",
     before_retry: Callable[[Trajectory], Awaitable[None]] | None = None,
     stats: CollectionStats | None = None,
+    retry_backoff_s: float = 0.0,
 ) -> tuple[list[Trajectory], CollectionStats]:
     """Run k episodes per task; returns finished trajectories (group order) and collection stats.
 
-    `before_retry(failed)` is awaited before an episode is retried (e.g. wait for a restarting server).
+    `before_retry(failed)` is awaited before an episode is retried (e.g. wait for a restarting server), after
+    `retry_backoff_s * 2**attempt` seconds (at most `retry_backoff_s * (2**retries - 1)` an episode).
     `stats`, if given, is filled in as episodes end (the worker reports it as progress while collecting).
     """
     stats = stats if stats is not None else CollectionStats()
@@ -78,6 +110,7 @@ async def collect_groups(
     results: dict[tuple[int, int], Trajectory] = {}
     cut = asyncio.Event()
     slots = asyncio.Semaphore(concurrency)
+    loop = asyncio.get_running_loop()
 
     def cut_reached() -> bool:
         if need_total is None and rollouts_per_task_fraction >= 1:
@@ -98,10 +131,13 @@ async def collect_groups(
                     break
                 if attempt < retries:
                     stats.retried += 1
+                    began = loop.time()
+                    await asyncio.sleep(retry_backoff_s * 2**attempt)
                     if before_retry is not None:
                         await before_retry(traj)
+                    stats.backoff_s += loop.time() - began
             else:
-                stats.failed += 1
+                stats.lose(traj)
                 return
             traj.metadata.setdefault("attempts", attempt + 1)
             results[(task_index, sample_index)] = traj

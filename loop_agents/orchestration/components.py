@@ -135,6 +135,8 @@ def episode_config(cfg: DictConfig, max_turns: int, evaluation: bool = False) ->
         tools=tools,
         inference_retries=cfg.rollout.episode_retries,
         generation_timeout_s=cfg.rollout.request_timeout_s,
+        env_timeout_s=cfg.rollout.env_timeout_s,
+        env_reset_timeout_s=cfg.rollout.env_reset_timeout_s,
         seed=cfg.run.seed,
     )
 

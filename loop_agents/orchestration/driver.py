@@ -28,6 +28,7 @@ from loop_agents.orchestration.cluster import Cluster
 from loop_agents.orchestration.distributed import Distributed
 from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
 from loop_agents.orchestration.held_out import START_ADAPTER, evaluate_held_out
+from loop_agents.orchestration.lost_work import check_lost_work, lost_text
 from loop_agents.orchestration.progress import PhaseProgress
 from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
 from loop_agents.orchestration.run_eta import RunEta
@@ -191,6 +192,9 @@ class Driver:
                     ended = sum(collect_metrics[f"collect/{k}"] for k in ("finished", "lost", "cancelled"))
                     update(int(ended), int(ended))
             t_rollout = time.perf_counter() - t_iter
+            errors = collect_metrics.pop("collect/errors", {})
+            planned = len(tasks) * int(cfg.algorithm.rollouts_per_task)
+            check_lost_work(iteration, collect_metrics, errors, planned, float(cfg.collect.max_lost_fraction))
             pending = None
             if cfg.rollout.async_one_step_off and iteration < cfg.run.iterations:
                 pending = self._submit(cluster, sampler, iteration + 1)  # overlaps the learning below
@@ -237,7 +241,10 @@ class Driver:
                 }
             )
             self.log.log(metrics, iteration)
-            print(C.format_progress(iteration, cfg.run.iterations, metrics), flush=True)
+            print(
+                f"{C.format_progress(iteration, cfg.run.iterations, metrics)} | {lost_text(metrics)}",
+                flush=True,
+            )
             print(eta.line(iteration, total), flush=True)
             if cfg.logging.plots:
                 self.log.plot()
@@ -250,9 +257,11 @@ class Driver:
 
     # ------------------------------------------------------------------ results
     def _log_eval(self, metrics: dict, iteration: int) -> None:
-        """Log an evaluation and print its one result line."""
+        """Log an evaluation and print its one result line (its lost episodes by cause, the last error when every
+        one was lost)."""
+        errors = metrics.pop("eval/errors", {})
         self.log.log(metrics, iteration)
-        print_eval_line(self.cfg, self.run_dir, iteration, metrics)
+        print_eval_line(self.cfg, self.run_dir, iteration, metrics, errors)
 
     def _report(self, cluster: Cluster) -> list[str]:
         """After training: the held-out evaluation of start/best/final, then the run's closing summary."""

@@ -118,6 +118,7 @@ class RolloutWorker:
                 group_prefix=group_prefix,
                 before_retry=self._wait_for_servers,
                 stats=stats,
+                retry_backoff_s=cfg.rollout.retry_backoff_s,
             )
         finally:
             self._live.pop(group_prefix, None)
@@ -125,6 +126,7 @@ class RolloutWorker:
         generated = sum(t.num_generated_tokens for t in trajectories)
         metrics = {
             **stats.as_metrics(),
+            "collect/errors": dict(stats.last_errors),  # cause -> last error text (the driver's lost line)
             "collect/seconds": elapsed,
             "collect/generated_tokens_per_s": generated / max(elapsed, 1e-9),
         }
@@ -134,11 +136,17 @@ class RolloutWorker:
         """After an inference failure, wait until every server is healthy and serves the episode's adapter
         again (the watchdog is restarting a dead one: a vLLM start-up, then the adapter reload) so the retry
         does not fail the same way. A dead inference actor's replacement comes with a new URL (`set_servers`),
-        which the client reads on every round."""
+        which the client reads on every round. After an environment failure, a task source that can tell
+        (`wait_until_healthy`, e.g. an OpenEnv server) is waited for likewise, bounded."""
+        timeout = self.cfg.rollout.server_recovery_timeout_s
+        if failed.finish_reason == FinishReason.ENV_ERROR:
+            if hasattr(self.task_source, "wait_until_healthy"):
+                await self.task_source.wait_until_healthy(timeout)
+            return
         if failed.finish_reason != FinishReason.INFERENCE_ERROR:
             return
         await self.client.wait_until_serving(
-            failed.metadata.get("adapter"), self.cfg.rollout.server_recovery_timeout_s, poll_s=2.0
+            failed.metadata.get("adapter"), timeout, poll_s=2.0
         )
 
     def _ended(self, group_prefix: str) -> int:
@@ -166,7 +174,8 @@ class RolloutWorker:
         difficulties = {t: difficulty(t) for t in task_ids} if difficulty is not None else None
         metrics = rollout_metrics(trajectories, prefix="eval")
         metrics.update(evaluation_metrics(trajectories, scenario_function(self.cfg), difficulties))
-        metrics["eval/lost"] = collect_metrics["collect/lost"]
+        metrics.update({k.replace("collect/", "eval/", 1): v for k, v in collect_metrics.items() if "/lost" in k})
+        metrics["eval/errors"] = collect_metrics["collect/errors"]
         return trajectories, metrics
 
     async def close(self) -> None:

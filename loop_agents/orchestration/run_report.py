@@ -78,12 +78,15 @@ def best_record(run_dir: Path) -> tuple[int, float] | None:
     return int(record["iteration"]), float(record["value"])
 
 
-def print_eval_line(cfg, run_dir: Path, iteration: int, metrics: dict[str, Any]) -> None:
-    print(
-        eval_line(iteration, str(cfg.eval.split), metrics, str(cfg.env.name), best_record(run_dir),
-                  str(cfg.eval.best_metric)),
-        flush=True,
-    )  # fmt: skip
+def print_eval_line(
+    cfg, run_dir: Path, iteration: int, metrics: dict[str, Any], errors: dict[str, str] | None = None
+) -> None:
+    line = eval_line(iteration, str(cfg.eval.split), metrics, str(cfg.env.name), best_record(run_dir),
+                     str(cfg.eval.best_metric))  # fmt: skip
+    if not metrics.get("eval/num_tasks") and errors:  # every episode lost: say why
+        cause, text = next(iter(errors.items()))
+        line += f"; last {cause}: {text}"
+    print(line, flush=True)
 
 
 def print_block(lines: list[str]) -> None:
@@ -99,10 +102,14 @@ def finish(cfg, run_dir: Path, rows: list[dict[str, Any]], clock: PhaseClock, fi
     selection = sorted(
         (int(r["iteration"]), r) for r in rows if f"eval/{metric}" in r and "rollout/count" not in r
     )
+    lost = sorted(
+        (int(r["iteration"]), r) for r in rows
+        if "eval/lost" in r and f"eval/{metric}" not in r and "rollout/count" not in r
+    )  # fmt: skip
     phases = clock.phases(rows, first_iteration)
     best = best_record(run_dir)
     lines = run_summary(str(run_dir), str(cfg.eval.split), str(cfg.env.name), metric, selection, best, held_out,
-                        phases, bool(cfg.logging.plots))  # fmt: skip
+                        phases, bool(cfg.logging.plots), lost, bool(cfg.eval.get("enabled", True)))  # fmt: skip
     if echo:
         print_block(lines)
     summary = {

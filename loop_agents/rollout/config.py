@@ -30,7 +30,8 @@ class EpisodeConfig:
     inference_retries: int = 2  # retries of a failed generation request before INFERENCE_ERROR
     inference_retry_backoff_s: float = 1.0  # first retry delay; doubles each retry
     generation_timeout_s: float | None = None  # per generation request (None: the client's own timeout)
-    env_timeout_s: float | None = None  # per reset/step/evaluate call (None: the environment's own timeout)
+    env_timeout_s: float | None = None  # per step/evaluate call (None: the environment's own timeout)
+    env_reset_timeout_s: float | None = None  # per reset (None: the environment's own timeout)
     seed: int | None = None  # base sampling seed; per request f(seed, task, sample, turn) (None: unseeded)
 
     def validate(self) -> None:

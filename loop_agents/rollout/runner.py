@@ -140,7 +140,7 @@ class _Episode:
     async def play(self, task_id: str) -> FinishReason:
         traj, cfg, chat = self.traj, self.cfg, self.chat
         t0 = time.perf_counter()
-        self.reset = await _env_call(self.env.reset(task_id), cfg.env_timeout_s, "reset")
+        self.reset = await _env_call(self.env.reset(task_id), cfg.env_reset_timeout_s, "reset")
         self.timing["reset_s"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()

@@ -67,8 +67,32 @@ def test_run_summary_selection_held_out_and_where():
 
 
 def test_run_summary_without_evaluations_says_so():
+    lines = run_summary("r", "dev", "bundled", "success_rate", [], None, None, {"total": 5.0}, plots=False,
+                        eval_enabled=False)  # fmt: skip
+    assert (
+        lines[1] == "no evaluation ran (eval.enabled=false)"
+        and lines[-1] == "viewer: python -m loop_agents.view r"
+    )
     lines = run_summary("r", "dev", "bundled", "success_rate", [], None, None, {"total": 5.0}, plots=False)
-    assert lines[1].startswith("no evaluation ran") and lines[-1] == "viewer: python -m loop_agents.view r"
+    assert lines[1] == "no evaluation finished"
+
+
+def test_a_lost_evaluation_is_reported_as_lost():
+    lost = {"eval/count": 0.0, "eval/num_tasks": 0.0, "eval/lost": 16.0, "eval/lost_env_error": 12.0,
+            "eval/lost_env_capacity": 4.0}  # fmt: skip
+    assert eval_line(3, "dev", lost, "bundled", None) == (
+        "[eval iter 3] dev: no episode scored, 16 lost (12 env_error, 4 env_capacity)"
+    )
+    some = {"eval/count": 14.0, "eval/success_rate": 0.5, "eval/num_tasks": 8.0, "eval/lost": 2.0,
+            "eval/lost_env_timeout": 2.0}  # fmt: skip
+    assert eval_line(3, "dev", some, "bundled", None).endswith("(8 tasks), 2 lost (2 env_timeout)")
+    lines = run_summary("r", "dev", "bundled", "success_rate", [], None, None, {"total": 5.0}, plots=False,
+                        lost=[(0, lost), (3, lost)])  # fmt: skip
+    assert lines[1] == (
+        "selection: no evaluation scored, every episode was lost: @0 (12 env_error, 4 env_capacity), "
+        "@3 (12 env_error, 4 env_capacity); no checkpoint picked"
+    )
+    assert "best checkpoint" not in lines[-1]
 
 
 def test_evaluate_and_parse_and_log_lines():
