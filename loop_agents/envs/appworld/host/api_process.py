@@ -157,7 +157,7 @@ def _serve(apis: socket.socket, admin: socket.socket, server: ApiServer) -> None
     while True:
         serving = server.cell_open and not channel.closed
         readers: list[Any] = [admin] + ([channel] if serving and channel.wants_read() else [])
-        writers = [channel] if channel.wants_write() else []
+        writers = [channel] if serving and channel.wants_write() else []
         ready = serving and not channel.outbox and channel.next_frame() is not None
         readable, writable, _ = select.select(readers, writers, [], 0 if ready else None)
         if admin in readable:

@@ -12,8 +12,8 @@ This end is non-blocking and bounded, so nothing the policy does with its end ca
               only stops itself)
     closing   end of file or a send error (the policy closed or shut down its end) closes this end for good:
               `closed` says why
-    a cell's end  whatever the policy left (requests not read yet, a partial frame, a reply not flushed) is
-              dropped and counted, so no work of one cell is done after it, while the policy is stopped
+    a cell's end  the requests the policy left (not read yet, or a partial frame) are dropped and counted, so no
+              work of one cell is done after it, while the policy is stopped
 """
 
 from __future__ import annotations
@@ -121,10 +121,12 @@ class PolicyChannel:
             del self.outbox[:sent]
 
     def end_cell(self) -> int:
-        """Drops what the policy left on the channel at a cell's end; returns how many bytes that was."""
-        dropped = len(self.inbox) + len(self.outbox) + self.skip
+        """Drops the requests the policy left on the channel at a cell's end; returns how many bytes that was.
+
+        The one reply still waiting (the policy did not read its socket) stays, to be flushed when the next cell
+        runs: dropping part of a frame would garble the stream; the policy's transport skips stale replies."""
+        dropped = len(self.inbox) + self.skip
         self.inbox.clear()
-        self.outbox.clear()
         self.skip = 0
         while not self.closed:
             try:
