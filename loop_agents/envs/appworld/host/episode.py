@@ -7,7 +7,8 @@
 
 The host opens the three channels before either process exists (cells: host <-> B; apis: B <-> API process;
 admin: host <-> API process), so neither process can name anything else. Between cells B is stopped
-(SIGSTOP): no CPU, no signal handler, no timer runs while the trainer thinks.
+(SIGSTOP): no CPU, no signal handler, no timer runs while the trainer thinks; and the API process works on B's
+requests only between the host's `cell_begin` and `cell_end`, so it stops with B.
 """
 
 from __future__ import annotations
@@ -97,7 +98,12 @@ class Episode:
             return {"ended": self.ended}
         try:
             self._signal_policy(signal.SIGCONT)
-            framing.send(self.cells, message)
+            # a B that stops reading its channel cannot hold the host in a send
+            self.cells.settimeout(timeout_s)
+            try:
+                framing.send(self.cells, message)
+            finally:
+                self.cells.settimeout(None)
             reply = framing.receive(
                 self.cells, self.settings.max_output_bytes + 4096, time.monotonic() + timeout_s
             )
