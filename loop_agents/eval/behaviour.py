@@ -1,7 +1,8 @@
 """Behaviour metrics of the LOOP paper (arXiv 2502.01600, §5.3 and App. A.1) from saved Trajectories.
 
 Counted on the code the model wrote: every complete ```python / ```py cell of each assistant turn,
-after any Qwen3 thinking (a turn whose thinking never closed has no code):
+after any Qwen3 thinking (a turn whose thinking never closed has no code); with `agent=tools`, the `code` of each
+`execute` call instead:
 - multi-code-cell turns: turns with 2 or more cells (LOOP: ~6x fewer after training);
 - API-doc lookups: calls `apis.api_docs.<fn>(...)`, and `show_api_doc` calls alone (~1.6x more);
 - "assum" and "dummy": case-insensitive occurrences in the code, e.g. `# assuming ...`, `dummy_id`
@@ -23,7 +24,10 @@ from dataclasses import dataclass
 
 from loop_agents.rollout.agent import answer_text
 from loop_agents.rollout.trajectory import Trajectory
+from loop_agents.tools.errors import ToolCallError
+from loop_agents.tools.parsers import HermesParser
 
+_TOOL_CALLS = HermesParser()
 _CODE_CELL = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
 _API_DOCS_CALL = re.compile(r"\bapis\s*\.\s*api_docs\s*\.\s*(\w+)\s*\(")
 _COMPLETE_TASK = re.compile(r"\bcomplete_task\s*\(")
@@ -54,9 +58,22 @@ class TrajectoryBehaviour:
 
 
 def code_cells(message: str) -> list[str]:
-    """Every complete ```python / ```py cell of an assistant message, after its thinking."""
+    """Every complete ```python / ```py cell of an assistant message, after its thinking; a tool-calling agent's
+    message has its `execute(code)` calls' code instead (AppWorld's tool)."""
     answer = answer_text(message)
-    return [] if answer is None else _CODE_CELL.findall(answer)
+    if answer is None:
+        return []
+    return _CODE_CELL.findall(answer) or _executed_code(answer)
+
+
+def _executed_code(message: str) -> list[str]:
+    try:
+        calls = _TOOL_CALLS.parse(message).calls
+    except ToolCallError:
+        return []
+    return [
+        c.arguments["code"] for c in calls if c.name == "execute" and isinstance(c.arguments.get("code"), str)
+    ]
 
 
 def assistant_texts(traj: Trajectory) -> list[str]:
@@ -77,7 +94,7 @@ def observation_texts(traj: Trajectory) -> list[str]:
     for index, message in enumerate(messages):
         if message.get("role") == "assistant":
             following = messages[index + 1] if index + 1 < len(messages) else {}
-            texts.append(following.get("content", "") if following.get("role") == "user" else "")
+            texts.append(following.get("content", "") if following.get("role") in ("user", "tool") else "")
     return texts
 
 

@@ -147,3 +147,12 @@ def test_appworld_records_are_counted_from_the_raw_messages():
     assert (counts.num_turns, counts.code_cells, counts.multi_code_cell_turns) == (2, 3, 1)
     assert (counts.show_api_doc_calls, counts.no_code_turns, counts.failed_executions) == (1, 0, 2)
     assert counts.completed_without_answer
+
+
+def test_tool_calls_are_code_cells():
+    """agent=tools: AppWorld's code comes as `execute(code)` calls, and counts as the cells it runs."""
+    call = '<tool_call>\n{"name": "execute", "arguments": {"code": "print(apis.api_docs.show_api_doc())"}}\n</tool_call>'
+    assert code_cells(call) == ["print(apis.api_docs.show_api_doc())"]
+    assert code_cells(call * 2) == ["print(apis.api_docs.show_api_doc())"] * 2
+    assert code_cells('<tool_call>\n{"name": "execute", "arguments": {"code": "x = 1"') == []  # truncated
+    assert code_cells('<tool_call>\n{"name": "act", "arguments": {"action": "go"}}\n</tool_call>') == []
