@@ -145,9 +145,7 @@ class RolloutWorker:
             return
         if failed.finish_reason != FinishReason.INFERENCE_ERROR:
             return
-        await self.client.wait_until_serving(
-            failed.metadata.get("adapter"), timeout, poll_s=2.0
-        )
+        await self.client.wait_until_serving(failed.metadata.get("adapter"), timeout, poll_s=2.0)
 
     def _ended(self, group_prefix: str) -> int:
         """Episodes of the collection `group_prefix` that have ended so far (0 when none runs)."""
@@ -174,7 +172,9 @@ class RolloutWorker:
         difficulties = {t: difficulty(t) for t in task_ids} if difficulty is not None else None
         metrics = rollout_metrics(trajectories, prefix="eval")
         metrics.update(evaluation_metrics(trajectories, scenario_function(self.cfg), difficulties))
-        metrics.update({k.replace("collect/", "eval/", 1): v for k, v in collect_metrics.items() if "/lost" in k})
+        metrics.update(
+            {k.replace("collect/", "eval/", 1): v for k, v in collect_metrics.items() if "/lost" in k}
+        )
         metrics["eval/errors"] = collect_metrics["collect/errors"]
         return trajectories, metrics
 

@@ -4,7 +4,10 @@ Each episode opens its own WebSocket session (`GenericEnvClient`, one server-sid
 how OpenEnv serves concurrent episodes) and closes it at the end. Every failure of the server (refused, timed out,
 closed, an error reply, an answer without the expected fields) is an `EnvironmentFailure` naming the URL and what
 was expected: the episode ends ENV_ERROR and the collector retries it (`rollout.episode_retries`) and counts it. A
-server started here (`serve_family`, `app`) that died is started again by the next episode.
+refusal because every session is taken says "capacity" (OpenEnv sends it just before closing the socket). Before a
+retry, `wait_until_healthy` waits for the server with a doubling backoff, bounded. A server started here
+(`serve_family`, `app`) that died is started again by the next episode. An action the server's schema rejects
+(OpenEnv's VALIDATION_ERROR) is not a server failure: the agent reads the rejection as the step's observation.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import Any
 
 import httpx
 from openenv.core.generic_client import GenericEnvClient
+from websockets.exceptions import ConnectionClosed
 
 from loop_agents.envs.openenv.launcher import OpenEnvServerProcess
 from loop_agents.envs.openenv.settings import OpenEnvSettings
@@ -57,6 +62,83 @@ def probe(url: str, settings: OpenEnvSettings, timeout_s: float | None = None) -
     return action
 
 
+class ServerReply(Exception):
+    """An OpenEnv error reply (`{"type": "error", "data": {"code", "message", ...}}`), its code and details kept."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.code = str(data.get("code", "UNKNOWN"))
+        super().__init__(f"{data.get('message', 'error')} (code: {self.code})")
+
+
+class OpenEnvSession(GenericEnvClient):
+    """OpenEnv's generic client, whose error replies raise `ServerReply` (OpenEnv's own raise a bare RuntimeError
+    without the code), including the reply a server sends just before it closes the socket (a capacity refusal,
+    which the plain client reports as `ConnectionClosedOK: received 1000 (OK)`)."""
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await self._send(message)
+            response = await self._receive()
+        except ConnectionClosed:
+            response = await self._last_words()
+            if response is None:
+                raise
+        if response.get("type") == "error":
+            raise ServerReply(response.get("data") or {})
+        return response
+
+    async def _last_words(self) -> dict[str, Any] | None:
+        """The message the server sent before closing, if one is still buffered."""
+        try:
+            return json.loads(await asyncio.wait_for(self._ws.recv(), 1.0))
+        except Exception:  # noqa: BLE001 - nothing buffered: the caller re-raises the close
+            return None
+
+
+def rejection_text(reply: ServerReply) -> str:
+    """What the agent reads when the server's schema rejects its action: each field and why, in one line."""
+    reasons = []
+    for error in reply.data.get("errors") or []:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("data", "body"))
+        reasons.append(
+            f"{where}: {error.get('msg', 'invalid')}" if where else str(error.get("msg", "invalid"))
+        )
+    return f"Invalid action, rejected by the environment: {'; '.join(reasons) or reply.data.get('message')}"
+
+
+def capacity_text(url: str, reply: ServerReply) -> str:
+    data = reply.data
+    return (
+        f"OpenEnv server {url} is at capacity: {data.get('active_sessions', '?')} of {data.get('max_sessions', '?')} "
+        "sessions in use (its max concurrent sessions); fewer episodes at once (env.concurrency) or a server with "
+        "more sessions"
+    )
+
+
+async def session_limit(url: str, settings: OpenEnvSettings, sessions: int) -> int | None:
+    """Open `sessions` WebSocket sessions at once; the server's session limit when it refuses one, else None."""
+
+    async def one() -> int | None:
+        client = OpenEnvSession(base_url=url, connect_timeout_s=settings.connect_timeout_s,
+                                message_timeout_s=settings.message_timeout_s)  # fmt: skip
+        try:
+            await client.connect()
+            await client._send_and_receive(
+                {"type": "state"}
+            )  # answered once the session's environment exists
+            return None
+        except ServerReply as reply:
+            if reply.code == "CAPACITY_REACHED":
+                return int(reply.data.get("max_sessions") or 0)
+            return None  # an environment without `state` still gave this session one
+        finally:
+            await client.close()
+
+    limits = [limit for limit in await asyncio.gather(*(one() for _ in range(sessions))) if limit is not None]
+    return min(limits) if limits else None
+
+
 class OpenEnvTaskSource:
     """Task ids per split (listed by the server, or seeds) and one OpenEnv session per episode."""
 
@@ -68,6 +150,9 @@ class OpenEnvTaskSource:
         self.restarts = 0
         self._lock = threading.Lock()
         self._ids: dict[str, list[str]] = {}
+        self._recovery: asyncio.Future | None = (
+            None  # the one wait for the server that failing episodes share
+        )
 
     def _ensure_server(self) -> str:
         """The server's URL; a server of ours that is not running (yet, or any more) is started first."""
@@ -139,6 +224,41 @@ class OpenEnvTaskSource:
         url = await asyncio.to_thread(self._ensure_server) if self.server is None else self._ensure_server()
         return OpenEnvEpisode(self, url)
 
+    async def wait_until_healthy(self, timeout_s: float) -> bool:
+        """Before a retry: wait until the server answers `GET /health` (one of ours that died is started again),
+        polling after 1, 2, 4, ... s (at most 30 s apart) for at most `timeout_s`; False when it did not come back.
+        Concurrent callers share one wait (one line when it starts, one when it ends)."""
+        if self._recovery is None or self._recovery.done():
+            self._recovery = asyncio.ensure_future(self._await_health(timeout_s))
+        return await asyncio.shield(self._recovery)
+
+    async def _await_health(self, timeout_s: float) -> bool:
+        began, delay = time.monotonic(), 1.0
+        while True:
+            try:
+                url = await asyncio.to_thread(self._ensure_server) if self.server is not None else self.url
+                async with httpx.AsyncClient(timeout=5.0) as http:
+                    healthy = (await http.get(f"{url}/health")).status_code == 200
+            except (httpx.HTTPError, EnvironmentFailure, ConfigError, OSError):
+                healthy = False
+            waited = time.monotonic() - began
+            if healthy:
+                if waited > 0.5:
+                    print(
+                        f"[openenv] server {self.url} answers again after {waited:.0f} s; retrying",
+                        flush=True,
+                    )
+                return True
+            if waited >= timeout_s:
+                print(f"[openenv] server {self.url} did not answer for {waited:.0f} s "
+                      "(rollout.server_recovery_timeout_s); its episodes are lost", flush=True)  # fmt: skip
+                return False
+            if delay == 1.0:
+                print(f"[openenv] server {self.url} does not answer; waiting up to {timeout_s:.0f} s for it "
+                      "(checks after 1, 2, 4, ... s)", flush=True)  # fmt: skip
+            await asyncio.sleep(min(delay, timeout_s - waited))
+            delay = min(delay * 2, 30.0)
+
     def close(self) -> None:
         if self.server is not None:
             self.server.stop()
@@ -153,12 +273,19 @@ class OpenEnvEpisode:
         self.rewards: list[float] = []
         self.done = False
         self.last: dict[str, Any] = {}
+        self.rejected = 0  # actions the server's schema rejected (shown to the agent)
 
     async def _call(self, awaitable, what: str):
         try:
             return await awaitable
         except asyncio.CancelledError:
             raise
+        except ServerReply as reply:
+            if reply.code == "VALIDATION_ERROR" and what == "step":
+                raise
+            if reply.code == "CAPACITY_REACHED":
+                raise EnvironmentFailure(capacity_text(self.url, reply)) from None
+            raise EnvironmentFailure(f"OpenEnv server {self.url}: {what} failed: {reply}") from None
         except TimeoutError:
             raise EnvironmentFailure(f"OpenEnv server {self.url}: no answer to {what} within "
                                      f"{self.settings.message_timeout_s} s") from None  # fmt: skip
@@ -194,9 +321,9 @@ class OpenEnvEpisode:
 
     async def reset(self, task_id: str) -> ResetResult:
         await self.close()
-        self.rewards, self.done = [], False
+        self.rewards, self.done, self.rejected = [], False, 0
         s = self.settings
-        self.client = GenericEnvClient(
+        self.client = OpenEnvSession(
             base_url=self.url, connect_timeout_s=s.connect_timeout_s, message_timeout_s=s.message_timeout_s
         )
         await self._call(self.client.connect(), "the WebSocket connect to /ws")
@@ -215,7 +342,11 @@ class OpenEnvEpisode:
             raise EnvironmentFailure(f"OpenEnv server {self.url}: step before reset")
         s = self.settings
         payload = {**s.action_extra, s.action_field: s.action_template.format(action=action)}
-        result = await self._call(self.client.step(payload), "step")
+        try:
+            result = await self._call(self.client.step(payload), "step")
+        except ServerReply as reply:  # raised by _call only for a rejected action: the agent's to read
+            self.rejected += 1
+            return StepResult(rejection_text(reply), False, 0.0, {"rejected": True})
         observation = self._observation(result, "step")
         return self._record(result, observation)
 
@@ -235,7 +366,12 @@ class OpenEnvEpisode:
         flag = self.last.get(s.success_field)
         success = flag if isinstance(flag, bool) else score >= s.success_threshold
         details = self.last.get("details") if isinstance(self.last.get("details"), dict) else {}
-        return Evaluation(reward=float(score), success=bool(success), details={**details, "done": self.done})
+        details = {
+            **details,
+            "done": self.done,
+            **({"rejected_actions": self.rejected} if self.rejected else {}),
+        }
+        return Evaluation(reward=float(score), success=bool(success), details=details)
 
     async def close(self) -> None:
         client, self.client = self.client, None

@@ -7,10 +7,12 @@ The agent is the generic text-action agent (the system prompt from the reset's `
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from typing import Any
 
 from loop_agents.envs.family import EnvironmentFamily
-from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe
+from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe, session_limit
 from loop_agents.envs.openenv.settings import OpenEnvSettings
 from loop_agents.envs.registry import family, family_names
 from loop_agents.envs.settings import env_settings, typed
@@ -49,12 +51,39 @@ class OpenEnvFamily(EnvironmentFamily):
                                   f"{', '.join(n for n in family_names() if n != self.name)}")  # fmt: skip
         if settings.url:
             probe(settings.url.rstrip("/"), settings)
+        self._check_sessions(cfg, settings)
+        if int(cfg.learner.sft_epochs) > 0 and not settings.demonstrations_from:
+            raise ConfigError(f"learner.sft_epochs={cfg.learner.sft_epochs} needs warm-start demonstrations: env=openenv "
+                              "borrows them from one of our families (env.options.demonstrations_from, e.g. bundled "
+                              "with serve_family=bundled); else set learner.sft_epochs=0")  # fmt: skip
         if settings.demonstrations_from:
             self._lender(settings)
 
     def tools(self, settings: OpenEnvSettings):
         """The environment's text action (the server's `message`) as one tool, `act(action)`."""
         return [generic_action_tool("Take one action in the environment, as text.")]
+
+    def _check_sessions(self, cfg: Any, settings: OpenEnvSettings) -> None:
+        """The server's session limit against the sessions the run opens at once: the rollouts' episodes plus the
+        evaluator's (each `env.concurrency`). A server started here has `max_sessions`; one given by `url` is asked
+        by opening that many sessions (a refusal names its limit). One line when it is too small."""
+        needed = int(cfg.env.concurrency) * (2 if cfg.eval.enabled else 1)
+        opens = f"env.concurrency={cfg.env.concurrency} episodes at once" + (
+            " for the rollouts and as many for the evaluator" if cfg.eval.enabled else ""
+        )
+        if settings.serve_family and settings.max_sessions < needed:
+            raise ConfigError(f"env.options.max_sessions={settings.max_sessions} is fewer than the {needed} OpenEnv "
+                              f"sessions the run opens ({opens}); raise it or lower env.concurrency")  # fmt: skip
+        if not settings.url:
+            return
+        url = settings.url.rstrip("/")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop: callers may run one
+            limit = pool.submit(asyncio.run, session_limit(url, settings, needed)).result()
+        if limit is not None:
+            fits = max(limit // 2, 1) if cfg.eval.enabled else limit
+            raise ConfigError(f"OpenEnv server {url} allows {limit} concurrent sessions, fewer than the {needed} the "
+                              f"run opens ({opens}); lower env.concurrency to {fits} or start the server with more "
+                              "(OpenEnv's max_concurrent_envs)")  # fmt: skip
 
     def endpoint(self, settings: OpenEnvSettings) -> str | None:
         return settings.url
