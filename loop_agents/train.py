@@ -98,18 +98,17 @@ def main(argv: list[str] | None = None) -> None:
         return
     if os.environ.get(SUPERVISED_ENV) != "1":  # the supervisor's parent checked already
         check_or_exit(cfg)  # run.dir, model, servers: one line and exit 2, before Ray or vLLM
+        try:
+            check_environment(cfg)  # e.g. a missing AppWorld data root: one line before anything starts
+        except ConfigError as err:
+            print(f"config error: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
     if should_supervise(cfg.run.auto_resume_attempts):
         raise SystemExit(supervise(train_command(overrides), Path(cfg.run.dir), cfg.run.auto_resume_attempts))
     sys.excepthook = _with_stop_line(Path(cfg.run.dir))
     from loop_agents.orchestration.driver import (
         run,
     )  # torch, the learner, Ray: lazy (loop_agents/lazy_imports.py)
-
-    try:
-        check_environment(cfg)  # e.g. a missing AppWorld data root: one line before anything starts
-    except ConfigError as err:
-        print(f"config error: {err}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
 
     exit_cleanly_on_sigterm()  # armed again once Ray has started (it installs its own handlers)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -10,9 +11,9 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from loop_agents.config.schema import register_schema
+from loop_agents.config.schema import RootConfig, register_schema
 from loop_agents.config.validate import ConfigError, validate
 from loop_agents.envs.registry import declared, family
 
@@ -27,17 +28,81 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = hydra_compose(config_name=config_name, overrides=[_env_option(o) for o in overrides or []])
+            _keep_preset_family_keys_to_their_family(cfg, overrides or [], config_name)
+    except ConfigError:
+        raise
     except Exception as exc:  # Hydra/OmegaConf raise many types; all become one readable line
         raise ConfigError(explain(exc)) from exc
     try:
         OmegaConf.resolve(cfg)
         _check_missing(cfg)
+        _check_unknown_keys(cfg, OmegaConf.structured(RootConfig))
     except ConfigError:
         raise
     except Exception as exc:
         raise ConfigError(explain(exc)) from exc
     validate(cfg)
     return cfg
+
+
+NOTES: list[str] = []  # what composition changed and a person should know (compose_or_exit prints them)
+FAMILY_KEYS = (
+    "options",
+    "prompt",
+    "train_split",
+    "eval_split",
+)  # `env.*` keys whose values only one family reads
+
+
+def _keep_preset_family_keys_to_their_family(cfg: DictConfig, overrides: list[str], config_name: str) -> None:
+    """`experiment=<preset> env=<another family>`: the preset's family-specific `env.*` keys (its env.options, prompt,
+    splits) were written for the family it selects; they are replaced by the chosen family's own (with the command
+    line's `env.*` overrides), and one line says so. Generic keys (concurrency, turn budget, ...) still apply."""
+    chosen = dict(o.lstrip("+").split("=", 1) for o in overrides if "=" in o and not o.startswith("~"))
+    preset_name, env_name = chosen.get("experiment"), chosen.get("env")
+    if not preset_name or not env_name:
+        return
+    preset_env, preset_keys = _preset_family(preset_name)
+    if preset_env is None or preset_env == env_name or not preset_keys:
+        return
+    own = hydra_compose(config_name=config_name, overrides=[_env_option(o) for o in overrides
+                                                            if not o.lstrip("+").startswith("experiment=")])  # fmt: skip
+    with open_dict(cfg.env):
+        for key in preset_keys:
+            cfg.env[key] = own.env[key]
+    NOTES.append(f"[config] experiment={preset_name} sets env.{', env.'.join(preset_keys)} for env={preset_env}; "
+                 f"env={env_name} keeps its own")  # fmt: skip
+
+
+def _preset_family(name: str) -> tuple[str | None, list[str]]:
+    """The family `conf/experiment/<name>.yaml` selects (`override /env`) and the FAMILY_KEYS it sets, following the
+    presets it builds on (`defaults: [appworld_demo, _self_]`)."""
+    path = CONF_DIR / "experiment" / f"{name}.yaml"
+    if not path.is_file():
+        return None, []
+    preset = OmegaConf.load(path)
+    env, keys = None, [k for k in FAMILY_KEYS if k in (preset.get("env") or {})]
+    for entry in preset.get("defaults") or []:
+        if isinstance(entry, str) and entry != "_self_":
+            base_env, base_keys = _preset_family(entry)
+            env, keys = env or base_env, keys + [k for k in base_keys if k not in keys]
+        elif isinstance(entry, DictConfig) and "override /env" in entry:
+            env = str(entry["override /env"])
+    return env, keys
+
+
+def _check_unknown_keys(cfg: DictConfig, schema: DictConfig, prefix: str = "") -> None:
+    """A key the schema does not have: `+key=value` adds one that Hydra does not check (a `+` typo would otherwise
+    sit unused beside the real key). Free dicts (`env.options`, typed by the family later) take any key."""
+    for key in cfg:
+        full = f"{prefix}{key}"
+        if schema._get_node(key) is None:  # (`in` says False for a field whose default is MISSING)
+            name = OmegaConf.get_type(schema).__name__
+            raise ConfigError(f"unknown key '{full}' (not a field of {name}; check the spelling)")
+        child, schema_child = cfg._get_node(key), schema._get_node(key)
+        if isinstance(child, DictConfig) and isinstance(schema_child, DictConfig):
+            if OmegaConf.get_type(schema_child) not in (dict, None):
+                _check_unknown_keys(child, schema_child, full + ".")
 
 
 def register_plugin_env_groups(overrides: list[str]) -> None:
@@ -56,7 +121,7 @@ def register_plugin_env_groups(overrides: list[str]) -> None:
 def _env_option(override: str) -> str:
     """`env.options.<key>=v` sets or adds the key (`++`): presets list only some options, and the typed check
     (envs/settings.py) names a key that is not a setting of the environment."""
-    return "++" + override if override.startswith("env.options.") else override
+    return "++" + override.lstrip("+") if override.lstrip("+").startswith("env.options.") else override
 
 
 def _check_missing(cfg: DictConfig, prefix: str = "") -> None:
@@ -95,8 +160,13 @@ def explain(exc: BaseException) -> str:
 
 def compose_or_exit(overrides: list[str], config_name: str = "config") -> DictConfig:
     """CLI helper: compose and validate; on error print `config error: ...` and exit with status 2."""
+    NOTES.clear()
     try:
-        return compose(overrides, config_name)
+        cfg = compose(overrides, config_name)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    if os.environ.get("LOOP_AGENTS_SUPERVISED") != "1":  # a supervised child's parent said them already
+        for note in NOTES:
+            print(note, file=sys.stderr, flush=True)
+    return cfg

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.family import EnvironmentFamily
 from loop_agents.envs.registry import family
 from loop_agents.envs.settings import env_settings
+from loop_agents.errors import ConfigError
 
 
 def selected_family(cfg: DictConfig) -> EnvironmentFamily:
@@ -35,8 +36,15 @@ def scenario_function(cfg: DictConfig) -> Callable[[str], str]:
 
 
 def check_environment(cfg: DictConfig) -> None:
-    """Start-up check of what the selected family needs on this machine (ConfigError, one line)."""
-    selected_family(cfg).check(cfg, env_settings(cfg))
+    """Start-up check of what the selected family needs on this machine (ConfigError, one line); a warm start
+    (`learner.sft_epochs` > 0, e.g. a preset's) needs a family that generates demonstrations."""
+    selected = selected_family(cfg)
+    selected.check(cfg, env_settings(cfg))
+    if int(OmegaConf.select(cfg, "learner.sft_epochs", default=0) or 0) > 0 and (
+        type(selected).demonstrations is EnvironmentFamily.demonstrations
+    ):
+        raise ConfigError(f"learner.sft_epochs={cfg.learner.sft_epochs} needs warm-start demonstrations, which "
+                          f"env={cfg.env.name!r} does not generate (set learner.sft_epochs=0)")  # fmt: skip
 
 
 def prepare_environment(cfg: DictConfig) -> None:

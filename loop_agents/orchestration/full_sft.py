@@ -215,6 +215,7 @@ def build_warm_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
+    ready_at = None if readiness is None else ready_at  # a family without warm-start checks: exactly `epochs`
     max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
     # the attention kernel and prefix sharing are recorded only when not the default: warm models built before
     # the switches existed (no such keys) stay reusable

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from loop_agents.config.load import CONF_DIR, compose
 from loop_agents.config.validate import ConfigError
+from tests.train_command import with_own_run_dir
 
 GROUPS = ["llm", "gpu_allocation", "algorithm", "env", "experiment"]
 
@@ -171,3 +173,65 @@ def test_bad_env_options_stop_train_with_one_line(args: list[str], line: str, tm
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(line.format(missing=missing)), lines
     assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["+algorithm.rollouts_per_tsk=4"],
+            "unknown key 'algorithm.rollouts_per_tsk' (not a field of AlgorithmConfig",
+        ),
+        (["experiment=demo", "+llm.lora.rr=4"], "unknown key 'llm.lora.rr' (not a field of LoraConfig"),
+        (["+seed=1"], "unknown key 'seed' (not a field of RootConfig"),
+        (["+env.options.spare_mooves=2"], "env.options.spare_mooves: not a setting of env 'bundled'"),
+    ],
+)
+def test_a_plus_typo_is_an_unknown_key(overrides: list[str], message: str) -> None:
+    """`+key=value` appends a key Hydra does not check against the schema: it gets the unknown-key line."""
+    with pytest.raises(ConfigError) as info:
+        compose(overrides)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_plus_adds_an_env_option_as_documented() -> None:
+    assert compose(["+env.options.spare_moves=2"]).env.options.spare_moves == 2
+
+
+def test_a_presets_family_keys_stay_with_its_family() -> None:
+    """experiment=demo's gem-hunt options and appworld_hard's splits and prompt (through appworld_demo) are written
+    for their family: with another env each is replaced by that family's own, with the command line's env.options."""
+    demo = compose(["experiment=demo", "env=openenv", "env.options.url=http://127.0.0.1:9"])
+    assert "demo_count" not in demo.env.options and demo.env.options.url == "http://127.0.0.1:9"
+    assert (
+        demo.algorithm.rollouts_per_task == 6 and demo.learner.sft_target == "full"
+    )  # the rest of the preset
+    hard = compose(["experiment=appworld_hard", "env=bundled"])
+    assert (hard.env.train_split, hard.env.eval_split, hard.eval.split, hard.env.prompt) == (
+        "train",
+        "dev",
+        "dev",
+        "full",
+    )
+    assert compose(["experiment=demo"]).env.options.demo_count == 8000  # its own family keeps them
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["experiment=demo", "+algorithm.rollouts_per_tsk=4"], "config error: unknown key 'algorithm.rollouts_per_tsk'"),
+        (["experiment=appworld_hard", "env=bundled", "llm.model_path=./no_such_model"],
+         "config error: llm.model_path ./no_such_model does not exist"),
+        (["experiment=demo", "env=openenv", "env.options.serve_family=bundled"],
+         "config error: learner.sft_epochs=2 needs warm-start demonstrations: env=openenv borrows them"),
+    ],
+)  # fmt: skip
+def test_bad_input_through_a_preset_is_one_line_exit_2_within_20_s(args: list[str], line: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "loop_agents.train", *with_own_run_dir(args)], cwd=root,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    seconds = time.monotonic() - began
+    errors = [text for text in proc.stderr.strip().splitlines() if not text.startswith("[config] ")]
+    assert proc.returncode == 2 and len(errors) == 1 and errors[0].startswith(line), proc.stderr[-2000:]
+    assert seconds < 20, seconds

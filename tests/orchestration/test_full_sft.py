@@ -324,3 +324,13 @@ def test_a_shared_prefix_batch_gives_the_unshared_loss_and_gradients(tiny_model_
     torch.testing.assert_close(shared_loss, unshared, rtol=1e-6, atol=1e-6)
     for name, grad in unshared_grads.items():
         torch.testing.assert_close(shared_grads[name], grad, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_a_family_without_warm_start_checks_trains_the_set_epochs(tiny_model_dir, tmp_path):
+    """A preset's readiness target (experiment=demo's sft_until_p_optimal) with a family that has demonstrations
+    but no warm-start checks: exactly `epochs`, no readiness claimed (it ended in an IndexError)."""
+    demos = _demos(AutoTokenizer.from_pretrained(tiny_model_dir), 4)
+    out = build_warm_model(tiny_model_dir, tmp_path / "warm", demos, epochs=2, lr=3e-3, seed=0, batch_size=4,
+                           readiness=None, ready_at=0.05, max_epochs=6, redraws=2, redraw_epoch=1)  # fmt: skip
+    report = json.loads((out / "warm_start.json").read_text())
+    assert len(report["epoch_losses"]) == 2 and report["ready"] is None and report["draws"] == 1
