@@ -92,3 +92,36 @@ def test_episodes_in_flight_change_the_schedule_not_the_batch() -> None:
         batches[concurrency] = [(t.task_id, t.sample_index, len(t.token_ids)) for t in trajs]
     assert batches[1] == batches[8] == batches[16]
     assert batches[1] == [(t, s, int(100 * durations[(t, s)])) for t in tasks for s in range(6)]
+
+
+def test_retries_back_off_and_losses_are_counted_by_cause() -> None:
+    """Each retry waits retry_backoff_s doubling (0.2 + 0.4 s for two), then before_retry; a dropped episode is
+    counted under its cause (collect/lost_<cause>) with its last error."""
+    waits: list[float] = []
+    loop_started: list[float] = []
+
+    async def episode(task_id, group_id, sample_index):
+        loop_started.append(asyncio.get_running_loop().time())
+        traj = Trajectory(task_id=task_id, group_id=group_id, sample_index=sample_index)
+        traj.append_generation([1], [0.0])
+        traj.finish_reason = FinishReason.ENV_ERROR
+        traj.metadata["error"] = (
+            "step timed out after 3.0 s" if sample_index == 0 else "OpenEnv server x is at capacity"
+        )
+        return traj
+
+    async def before_retry(failed):
+        waits.append(asyncio.get_running_loop().time())
+
+    trajs, stats = asyncio.run(collect_groups(["a"], 2, episode, concurrency=1, retries=2, retry_backoff_s=0.2,
+                                              before_retry=before_retry))  # fmt: skip
+    assert trajs == [] and stats.failed == 2 and stats.retried == 4
+    gaps = [loop_started[i + 1] - loop_started[i] for i in (0, 1)]  # the first episode's three attempts
+    assert 0.2 <= gaps[0] < 0.35 and 0.4 <= gaps[1] < 0.55, gaps
+    assert 1.2 <= stats.backoff_s < 1.6 and len(waits) == 4
+    metrics = stats.as_metrics()
+    assert (metrics["collect/lost_env_timeout"], metrics["collect/lost_env_capacity"]) == (1.0, 1.0)
+    assert stats.last_errors == {
+        "env_timeout": "step timed out after 3.0 s",
+        "env_capacity": "OpenEnv server x is at capacity",
+    }

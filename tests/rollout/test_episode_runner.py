@@ -226,3 +226,30 @@ def test_trajectory_json_round_trip(tokenizer, tmp_path):
     assert (
         loaded[0].finish_reason is FinishReason.DONE and loaded[0].turns[0].observation_text == 'é 🙂 "q"\n'
     )
+
+
+class _HungStepEnv(GuessNumberEnv):
+    """The text game whose step never returns (a family's step that hangs: it awaits what never comes)."""
+
+    async def step(self, action: str):
+        await asyncio.Event().wait()
+
+
+def test_a_step_that_hangs_ends_at_the_step_timeout(tokenizer):
+    from loop_agents.config.load import compose
+    from loop_agents.orchestration.collector import loss_cause
+    from loop_agents.orchestration.components import episode_config
+
+    defaults = episode_config(compose([]), max_turns=4)
+    assert (defaults.env_timeout_s, defaults.env_reset_timeout_s) == (
+        120.0,
+        900.0,
+    )  # every run has a step timeout
+    cfg = replace(CFG, env_timeout_s=0.5)
+    chat = chat_format(tokenizer, cfg)
+    traj = play(_HungStepEnv(), scripted(chat, ["5"]), TextActionAgent(), chat, cfg=cfg, task_id="guess:3")
+    assert (
+        traj.finish_reason is FinishReason.ENV_ERROR
+        and traj.metadata["error"] == "step timed out after 0.5 s"
+    )
+    assert loss_cause(traj) == "env_timeout" and traj.timings["total_s"] < 5

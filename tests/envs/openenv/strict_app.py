@@ -1,6 +1,7 @@
 """An environment written with OpenEnv's own server code whose action schema rejects malformed actions: guess a
-number in [0, 9] as an integer field (`{"guess": 7}`); anything else is OpenEnv's VALIDATION_ERROR reply, which the
-agent must read as an observation. Reward 1 on the right guess (done); 6 guesses an episode.
+number from 0 to 9 in at most 12 characters (`{"guess": "7"}`); a longer guess is OpenEnv's VALIDATION_ERROR reply,
+which the agent must read as an observation. An accepted guess earns 0.25 (so a policy that writes longer actions
+than the schema allows learns from the rejections it reads), the right one 1 and ends the episode; 6 guesses.
 
 Environment variables (read when the app is imported): `STRICT_MAX_SESSIONS` (OpenEnv's max concurrent sessions,
 default 32) and `STRICT_HANG_STEP` (1: every step waits forever, a hung environment).
@@ -19,7 +20,7 @@ from pydantic import Field
 
 
 class StrictAction(Action):
-    guess: int = Field(ge=0, le=9, description="a whole number from 0 to 9")
+    guess: str = Field(max_length=12, description="a number from 0 to 9")
 
 
 class StrictObservation(Observation):
@@ -47,10 +48,13 @@ class StrictEnvironment(Environment[StrictAction, StrictObservation, State]):
             await asyncio.Event().wait()  # never set: a step that hangs
         self._state.step_count += 1
         self.left -= 1
-        if action.guess == self.secret:
+        if action.guess.strip() == str(self.secret):
             return StrictObservation(prompt="Right!", done=True, reward=1.0)
-        hint = "higher" if self.secret > action.guess else "lower"
-        return StrictObservation(prompt=f"No, {hint}.", done=self.left <= 0, reward=0.0)
+        try:
+            hint = "higher" if self.secret > int(action.guess) else "lower"
+        except ValueError:
+            hint = "a number from 0 to 9"
+        return StrictObservation(prompt=f"No, {hint}.", done=self.left <= 0, reward=0.25)
 
     @property
     def state(self) -> State:

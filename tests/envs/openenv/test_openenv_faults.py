@@ -59,7 +59,7 @@ def test_a_rejected_action_is_an_observation_and_a_full_server_says_capacity(str
     async def play():
         env = await source.make_env()
         await env.reset("seed-1")
-        rejected = await env.step("five")
+        rejected = await env.step("I guess it is five")
         played = await env.step("3")
         evaluation = await env.evaluate()
         await env.close()
@@ -67,8 +67,7 @@ def test_a_rejected_action_is_an_observation_and_a_full_server_says_capacity(str
 
     rejected, played, evaluation = asyncio.run(play())
     assert rejected.observation == (
-        "Invalid action, rejected by the environment: guess: Input should be a valid integer, unable to parse string "
-        "as an integer"
+        "Invalid action, rejected by the environment: guess: String should have at most 12 characters"
     ) and not rejected.done  # fmt: skip
     assert played.observation in (
         "No, higher.",
