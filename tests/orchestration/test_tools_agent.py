@@ -12,6 +12,8 @@ from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id
 from loop_agents.envs.bundled.warm_checks import code_token_weights
 from loop_agents.envs.bundled.warm_start_quality import code_token_positions, episode_probabilities
+from loop_agents.envs.selected import selected_family
+from loop_agents.envs.settings import env_settings
 from loop_agents.orchestration.agent_choice import make_agent
 from loop_agents.orchestration.components import episode_config
 from loop_agents.orchestration.warm_model import warm_start_demonstrations
@@ -85,6 +87,31 @@ def test_warm_start_demonstrations_are_tool_calls(tiny_model_dir) -> None:
         assert symbols == code.replace(" ", "")
     factors = episode_probabilities(AutoModelForCausalLM.from_pretrained(tiny_model_dir), chat, checks)
     assert 0 < factors["p_code_1"] < 1 and factors["p_optimal_dev_episode"] <= factors["p_answer"] < 1
+
+
+def test_openenv_borrowed_demonstrations_become_act_calls(tiny_model_dir) -> None:
+    """env=openenv serving the gem hunt borrows its demonstrations: with agent=tools they are `act` calls, and the
+    code inside `"action": "answer 4 7"` is what the warm start weighs."""
+    cfg = compose(
+        ["experiment=demo_openenv", "agent=tools", "env.options.demonstration_options.demo_count=20"]
+    )
+    chat, demos = warm_start_demonstrations(cfg, tiny_model_dir)
+    assert [t["function"]["name"] for t in chat.tools] == ["act"]
+    for traj in demos:
+        assistant = [m["content"] for m in traj.messages if m["role"] == "assistant"]
+        assert all(a.startswith('<tool_call>\n{"name": "act", "arguments": {"action": "') for a in assistant)
+    weights = selected_family(cfg).demonstration_weights(cfg, env_settings(cfg), chat, demos)
+    answered = [
+        (t, w)
+        for t, w in zip(demos, weights, strict=True)
+        if '"action": "answer ' in t.messages[-1]["content"]
+    ]
+    assert answered
+    for traj, row in answered:
+        code = traj.messages[-1]["content"].split('"action": "answer ')[1].split('"')[0]
+        assert "".join(
+            chat.decode([traj.token_ids[p]]) for p, w in enumerate(row) if w == 4.0
+        ) == code.replace(" ", "")
 
 
 def test_text_demonstrations_stay_text(tiny_model_dir) -> None:

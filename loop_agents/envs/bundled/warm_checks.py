@@ -12,7 +12,11 @@ from typing import Any
 
 from loop_agents.envs.bundled.config import BundledEnvConfig
 from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
-from loop_agents.envs.bundled.warm_start_quality import code_token_positions, episode_probabilities
+from loop_agents.envs.bundled.warm_start_quality import (
+    ANSWER_CALL_CODE,
+    code_token_positions,
+    episode_probabilities,
+)
 from loop_agents.rollout.chat import ChatFormat
 
 
@@ -66,7 +70,7 @@ def code_token_weights(demos, chat: ChatFormat, weight: float) -> list[list[floa
         row = [1.0] * len(traj.token_ids)
         last_action = next(m["content"] for m in reversed(traj.messages) if m["role"] == "assistant")
         # the answer as a text action or as a tool call
-        if last_action.startswith("answer ") or '"name": "answer"' in last_action:
+        if last_action.startswith("answer ") or ANSWER_CALL_CODE.search(last_action):
             for position in code_token_positions(traj, chat):
                 row[position] = weight
         weights.append(row)
