@@ -4,7 +4,9 @@ Per turn (docs/reference-ml-loop.md §3.2-3.5, with the fixes of §8):
     prompt = all ids so far + generation prompt            (sent as ids; nothing is re-rendered)
     sampled ids + logprobs appended as sampled             (loss mask 1, stop token included)
     close: `<|im_end|>` unless sampled, then `\\n`          (loss mask 0; never a synthetic trained stop)
-    action = agent.parse_action(decoded text)               (no action -> agent feedback, no env call)
+    action = agent.parse_action(decoded text)               (no action -> agent feedback, no env call; a
+                                                            malformed tool call is counted per kind in
+                                                            metadata["tool_errors"])
     observation = env.step(action), cut to a token budget, rendered in the template's turn format
 Budgets: `max_tokens` of each request is reduced so that the episode never exceeds
 `max_context_tokens` (the learner's max_seq_len, so every collected token is trainable); a turn with
