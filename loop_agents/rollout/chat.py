@@ -9,7 +9,9 @@ conversation, then builds the sequence incrementally:
     close_turn_ids(sampled ids)    `<|im_end|>` only if the turn did not end with it (cut by max_tokens),
                                    then the template's text after the end token (`\\n`)
     observation_ids(text)          the observation rendered in the template's turn format
-                                   (`<|im_start|>user\\n…<|im_end|>\\n`), tokenized alone: O(new tokens)
+                                   (`<|im_start|>user\\n…<|im_end|>\\n`), tokenized alone: O(new tokens); with
+                                   observation_role "tool" Qwen wraps it in `<tool_response>\\n…\\n</tool_response>`
+With `tools` (a tool-calling agent) every rendering passes them to the template, so the system turn declares them.
 
 Why tokenizing a piece alone gives the same ids as tokenizing the whole rendered conversation:
 every piece starts right after a special token and ends with one (or is the lone `\\n` between
