@@ -12,10 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|tmp|home|root)/[\w.-]+")
 CODE = re.compile(r"```.*?```", re.S)
+ISSUE = re.compile(r"\b[Ii]ssues? \d+")  # ours; upstream trackers are cited as "issue #N" with a link
 
 
 def tracked(*patterns: str) -> list[Path]:
-    done = subprocess.run(["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     return [ROOT / line for line in done.stdout.splitlines()]
 
 
@@ -43,7 +46,9 @@ def test_a_link_that_only_the_site_build_resolves_is_caught(tmp_path: Path):
     page.parent.mkdir()
     (tmp_path / "benchmarks" / "results").mkdir(parents=True)
     (tmp_path / "benchmarks" / "results" / "x.json").write_text("{}")
-    page.write_text("[site only](results/x.json), [repo](../benchmarks/results/x.json), [web](https://a.b/c)\n")
+    page.write_text(
+        "[site only](results/x.json), [repo](../benchmarks/results/x.json), [web](https://a.b/c)\n"
+    )
     assert unresolved_links(page) == ["results/x.json"]
 
 
@@ -57,6 +62,13 @@ def test_no_tracked_doc_or_results_file_holds_a_machine_path():
         if hits:
             found[str(path.relative_to(ROOT))] = hits[:5]
     assert found == {}
+
+
+def test_no_page_cites_an_issue_number_a_reader_cannot_open():
+    """Our issue tracker is not the reader's: a page says what was asked or when, not "issue 39"."""
+    pages = [ROOT / "README.md", *tracked("docs/*.md", "docs/**/*.md")]
+    cited = {str(p.relative_to(ROOT)): ISSUE.findall(p.read_text()) for p in pages}
+    assert {page: found for page, found in cited.items() if found} == {}
 
 
 def test_the_machine_path_check_sees_the_paths_it_must():
