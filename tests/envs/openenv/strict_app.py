@@ -4,7 +4,8 @@ which the agent must read as an observation. An accepted guess earns 0.25 (so a 
 than the schema allows learns from the rejections it reads), the right one 1 and ends the episode; 6 guesses.
 
 Environment variables (read when the app is imported): `STRICT_MAX_SESSIONS` (OpenEnv's max concurrent sessions,
-default 32) and `STRICT_HANG_STEP` (1: every step waits forever, a hung environment).
+default 32), `STRICT_MAX_LENGTH` (the longest guess accepted, default 12) and `STRICT_HANG_STEP` (1: every step
+waits forever, a hung environment).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pydantic import Field
 
 
 class StrictAction(Action):
-    guess: str = Field(max_length=12, description="a number from 0 to 9")
+    guess: str = Field(
+        max_length=int(os.environ.get("STRICT_MAX_LENGTH", "12")), description="a number from 0 to 9"
+    )
 
 
 class StrictObservation(Observation):
