@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from loop_agents.config.schema import RootConfig, register_schema
 from loop_agents.config.validate import ConfigError, validate
 from loop_agents.envs.registry import declared, family
+from loop_agents.supervisor import SUPERVISED_ENV
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -46,12 +47,8 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
 
 
 NOTES: list[str] = []  # what composition changed and a person should know (compose_or_exit prints them)
-FAMILY_KEYS = (
-    "options",
-    "prompt",
-    "train_split",
-    "eval_split",
-)  # `env.*` keys whose values only one family reads
+# `env.*` keys whose values only one family reads
+FAMILY_KEYS = ("options", "prompt", "train_split", "eval_split")
 
 
 def _keep_preset_family_keys_to_their_family(cfg: DictConfig, overrides: list[str], config_name: str) -> None:
@@ -166,7 +163,7 @@ def compose_or_exit(overrides: list[str], config_name: str = "config") -> DictCo
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    if os.environ.get("LOOP_AGENTS_SUPERVISED") != "1":  # a supervised child's parent said them already
+    if os.environ.get(SUPERVISED_ENV) != "1":  # a supervised child's parent said them already
         for note in NOTES:
             print(note, file=sys.stderr, flush=True)
     return cfg
