@@ -146,3 +146,19 @@ async def _one_step(source: OpenEnvTaskSource) -> str:
     step = await env.step("4")
     await env.close()
     return step.observation
+
+
+def test_train_refuses_a_server_with_too_few_sessions_in_one_line_exit_2(strict_two_sessions, tmp_path):
+    url = strict_two_sessions
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "loop_agents.train", "env=openenv", f"env.options.url={url}",
+                          "env.options.tasks=seeds", "env.options.action_field=guess", "env.concurrency=2",
+                          f"run.dir={tmp_path / 'run'}"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    seconds = time.monotonic() - began
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr[-2000:]
+    assert lines[0].startswith(
+        f"config error: OpenEnv server {url} allows 2 concurrent sessions, fewer than the 4"
+    )
+    assert seconds < 20, seconds
+    assert not (tmp_path / "run" / "checkpoints").exists()
