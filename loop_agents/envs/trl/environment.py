@@ -29,8 +29,18 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from loop_agents.config.load import compose
 from loop_agents.envs.protocol import Environment
-from loop_agents.tools.spec import ToolSpec
+from loop_agents.envs.selected import (
+    check_environment,
+    close_task_source,
+    make_task_source,
+    prepare_environment,
+    selected_family,
+    start_task_source,
+)
+from loop_agents.envs.settings import env_settings
+from loop_agents.tools.spec import ToolSpec, tools_of
 
 JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
                                "object": dict}  # fmt: skip
@@ -66,11 +76,6 @@ class FamilyEpisodes:
     """A family's task source as TRL's environments share it: composed and checked like a run's, started once."""
 
     def __init__(self, family: str, overrides: Sequence[str] = (), split: str | None = None) -> None:
-        from loop_agents.config.load import compose
-        from loop_agents.envs.selected import check_environment, prepare_environment, selected_family
-        from loop_agents.envs.settings import env_settings
-        from loop_agents.tools.spec import tools_of
-
         self.cfg = compose([f"env={family}", *overrides])
         check_environment(self.cfg)
         prepare_environment(self.cfg)
@@ -92,8 +97,6 @@ class FamilyEpisodes:
         """The started task source (made on first use; closed when the process exits)."""
         with self._lock:
             if self._source is None:
-                from loop_agents.envs.selected import close_task_source, make_task_source, start_task_source
-
                 source = make_task_source(self.cfg)
                 self.run(start_task_source(source))
                 self._task_ids = list(source.task_ids(self.split))
