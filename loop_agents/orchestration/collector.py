@@ -34,7 +34,8 @@ def loss_cause(traj: Trajectory) -> str:
     if traj.finish_reason == FinishReason.INFERENCE_ERROR:
         return "inference_error"
     error = str(traj.metadata.get("error", ""))
-    if "timed out after" in error or "no answer to" in error:  # the runner's and the OpenEnv client's timeouts
+    # the runner's words for a reset/step/evaluate past its timeout, and the OpenEnv client's for a reply
+    if "timed out after" in error or "no answer to" in error:
         return "env_timeout"
     if "capacity" in error:  # envs/openenv/client.py's words for a refused session
         return "env_capacity"
