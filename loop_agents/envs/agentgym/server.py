@@ -68,6 +68,9 @@ class _Instance:
         self.observation = ""
         self.done = False
         self.reset_done = False
+        self.last_payload: dict[str, Any] | None = (
+            None  # the last reset/step reply (an action error keeps its score)
+        )
 
 
 def build_app(env_name: str, warm: int = 0, max_idle: int = 64):
@@ -159,7 +162,8 @@ def build_app(env_name: str, warm: int = 0, max_idle: int = 64):
 
     def reply(inst: _Instance, step) -> dict[str, Any]:
         inst.observation, inst.done = step.observation, step.done
-        return step.payload()
+        inst.last_payload = step.payload()
+        return inst.last_payload
 
     @app.post("/reset")
     def reset(body: ResetBody) -> dict[str, Any]:
@@ -182,7 +186,20 @@ def build_app(env_name: str, warm: int = 0, max_idle: int = 64):
                 raise HTTPError(409, f"{env_name}: env {body.id} has not been reset; POST /reset first")
             if inst.done:
                 raise HTTPError(409, f"{env_name}: the episode of env {body.id} is finished; reset it")
-            return reply(inst, inst.game.step(body.action))
+            try:
+                result = inst.game.step(body.action)
+            except Exception as err:  # noqa: BLE001 - the action is the policy's input: what it breaks is its own
+                return action_error(inst, body.action, err)
+            return reply(inst, result)
+
+    def action_error(inst: _Instance, action: str, err: Exception) -> dict[str, Any]:
+        """The reply to an action the game raised on: an observation the agent sees, the episode going on with
+        the score it had (a client that got an error status would retry and then drop the episode, so a policy
+        could make its own failing episodes disappear by writing actions the game chokes on)."""
+        last = {"score": 0.0, "success": False, **(inst.last_payload or {})}
+        return {**last, "observation": f"Error: the game could not carry out {action[:200]!r} "
+                f"({type(err).__name__}: {str(err)[:300]}).", "reward": 0.0, "done": False,
+                "action_error": True}  # fmt: skip
 
     @app.get("/observation")
     def observation(id: int) -> str:  # noqa: A002  (AgentGym's query parameter name)
