@@ -17,6 +17,15 @@ One iteration, top to bottom:
      the same regardless of its length. One forward/backward per rollout (batch 1, no packing),
      gradient-norm clipping, one AdamW step per minibatch.
 
+Off-policy form (asynchronous LOOP, `algorithm.max_staleness > 0`): AReaL's decoupled PPO objective
+(Fu et al. 2025, "AReaL: A Large-Scale Asynchronous Reinforcement Learning System", arXiv 2505.24298, Eq. 5).
+A rollout sampled by older adapters carries each token's behaviour log-prob log π_behav(t) (what the sampler
+returned for that token, under the adapter that sampled it). π_prox is step 3's recompute (the weights at the
+start of the update), the clip is taken on r_t = π_θ/π_prox and every token is weighted, without gradient, by
+w_t = min(π_prox(t)/π_behav(t), c) (c = `behaviour_weight_cap`, None = uncapped):
+        L_i = -(1/|O_i|) Σ_{t∈O_i} w_t · min(r_t · A_i, g(A_i))
+On-policy (π_behav = π_prox) w_t = 1 and this is the loss above.
+
 Simplifications on purpose: one process, no FSDP, no chunked logprobs (full [T x vocab] logits),
 no KL, no value head, no checkpointing. Everything that makes the real learner fast lives in
 loop_agents/learner/ and must give the same numbers as this file on tiny inputs.
@@ -47,6 +56,9 @@ class ReferenceConfig:
     seed: int = 0  # seeds the LoRA init and the epoch order
     lora_r: int = 16  # LoRA rank
     lora_alpha: int = 32  # LoRA alpha
+    behaviour_weight_cap: float | None = (
+        None  # off-policy form: w_t = min(π_prox/π_behav, cap); None = uncapped
+    )
 
 
 @dataclass
@@ -57,6 +69,7 @@ class Rollout:
     token_ids: list[int]
     loss_mask: list[int]
     reward: float
+    behaviour_logprobs: list[float] | None = None  # per token, the sampler's log π_behav; None = on-policy
 
 
 def epoch_order(num_rollouts: int, seed: int, iteration: int, epoch: int) -> list[int]:
@@ -106,14 +119,33 @@ def token_logprobs(model: torch.nn.Module, token_ids: list[int]) -> torch.Tensor
     return torch.cat([torch.zeros(1), picked])
 
 
+def behaviour_weights(
+    prox_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor, cap: float | None
+) -> torch.Tensor:
+    """w_t = min(π_prox(t)/π_behav(t), cap), no gradient (AReaL's decoupled objective)."""
+    weights = torch.exp(prox_logprobs.detach() - behaviour_logprobs)
+    return weights if cap is None else torch.clamp(weights, max=cap)
+
+
 def rollout_loss(
-    logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor, advantage: float, epsilon: float
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    advantage: float,
+    epsilon: float,
+    behaviour_logprobs: torch.Tensor | None = None,
+    behaviour_weight_cap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """L_i = -mean_{t∈O_i} min(r_t·A, g(A)) and the number of clipped tokens."""
+    """L_i = -mean_{t∈O_i} w_t·min(r_t·A, g(A)) and the number of clipped tokens; r_t = π_θ/π_old (π_old is
+    π_prox in the off-policy form), w_t = 1 without `behaviour_logprobs`, else `behaviour_weights`."""
     ratio = torch.exp(logprobs - old_logprobs)[mask]
     a = torch.tensor(advantage)
     g = (1 + epsilon) * a if advantage >= 0 else a / (1 + epsilon)
     surrogate = torch.minimum(ratio * a, g)
+    if behaviour_logprobs is not None:
+        surrogate = (
+            behaviour_weights(old_logprobs[mask], behaviour_logprobs[mask], behaviour_weight_cap) * surrogate
+        )
     return -surrogate.mean(), (ratio * a > g).sum()
 
 
@@ -144,9 +176,11 @@ def loop_iteration(
             minibatch_loss, clipped, tokens = 0.0, 0, 0
             for i in order[start : start + cfg.minibatch_size]:
                 logprobs = token_logprobs(model, rollouts[i].token_ids)
+                behaviour = rollouts[i].behaviour_logprobs
                 loss, n_clipped = rollout_loss(
-                    logprobs, old_logprobs[i], masks[i], advantages[i], cfg.epsilon
-                )
+                    logprobs, old_logprobs[i], masks[i], advantages[i], cfg.epsilon,
+                    None if behaviour is None else torch.tensor(behaviour), cfg.behaviour_weight_cap,
+                )  # fmt: skip
                 (loss / cfg.minibatch_size).backward()
                 minibatch_loss += float(loss.detach()) / cfg.minibatch_size
                 clipped += int(n_clipped)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 ADVANTAGE_ESTIMATORS = ("loo", "rloo", "grpo", "dr_grpo", "reinforce_pp", "gae")
 LOSSES = ("ppo_clip", "gspo", "sft")
 RATIO_LEVELS = ("token", "turn", "trajectory")
+BEHAVIOUR_WEIGHTS = ("none", "decoupled")
 AGGREGATIONS = ("loop", "grpo", "token_mean", "dr_grpo")
 
 
@@ -47,6 +48,10 @@ class AlgorithmConfig:
     high_kl_threshold: float | None = 20.0
     value_loss_coef: float = 0.5  # weight of the value loss (gae only)
     value_clip: float | None = None  # clip value predictions to old ± this (PPO value clipping); None = off
+    # off-policy samples (asynchronous LOOP): "decoupled" weights each token's loss by π_prox/π_behav (AReaL's
+    # decoupled PPO; π_prox = the recomputed π_old, π_behav = the sampler's log-prob of that token), "none" = 1
+    behaviour_weight: str = "none"
+    behaviour_weight_cap: float | None = None  # w_t = min(π_prox/π_behav, cap); None = uncapped
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad field."""
@@ -56,6 +61,7 @@ class AlgorithmConfig:
             "ratio_level": RATIO_LEVELS,
             "aggregation": AGGREGATIONS,
             "singleton_groups": ("error", "zero"),
+            "behaviour_weight": BEHAVIOUR_WEIGHTS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -68,5 +74,7 @@ class AlgorithmConfig:
             raise ValueError("abs_adv_threshold, kl_coef and entropy_coef must be >= 0")
         if self.high_kl_threshold is not None and self.high_kl_threshold <= 0:
             raise ValueError(f"high_kl_threshold must be > 0 or None (off), got {self.high_kl_threshold}")
+        if self.behaviour_weight_cap is not None and self.behaviour_weight_cap <= 0:
+            raise ValueError(f"behaviour_weight_cap must be > 0 or None, got {self.behaviour_weight_cap}")
         if self.loss == "gspo" and self.ratio_level != "trajectory":
             raise ValueError("loss=gspo uses a sequence-level ratio: set ratio_level='trajectory'")

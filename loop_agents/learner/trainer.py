@@ -9,7 +9,8 @@ Choices (compare loop_agents/reference.py, the readable oracle this must agree w
   GLOBAL minibatch, so sharding and gradient accumulation do not change it. FSDP averages gradients
   over ranks, so each rank's loss is scaled by W to make the reduction a sum.
 - Old log-probs are recomputed with the current weights before the epochs (LOOP) or taken from the
-  sampler (async mode). Recompute-vs-sampler differences are reported. With `sampler_logprobs_if_agree`
+  sampler. Off-policy (asynchronous LOOP) the recomputed π_old is the proximal policy and the configured loss
+  weights each token by π_prox/π_behav from the sampler's log-probs (losses/policy.py, decoupled PPO). Recompute-vs-sampler differences are reported. With `sampler_logprobs_if_agree`
   the sampler's are used once a recompute agrees with them (old_logprobs.py), re-checked periodically.
   The first minibatch's π_old is its own step's forward, the rest recomputed by minibatch (first_step_old.py).
 - A micro-batch whose trajectories share a prefix computes it once (prefix_sharing.py); the forward runs
@@ -155,7 +156,7 @@ class Learner(LearnerCheckpointing, LearnerForwards):
             w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
             token_loss, clipped = policy_token_losses(
                 self.algorithm, logprobs, old_lp, adv, batch.item_of_token, len(mb), batch.turn_of_token,
-                batch.num_turns,
+                batch.num_turns, cat([it.sample_logprobs for it in items]),
             )  # fmt: skip
             objective = (w * token_loss).sum()
             if entropy is not None:  # bonus: maximise the aggregated entropy (verl: pg_loss - c * H)
