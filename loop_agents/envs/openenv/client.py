@@ -226,7 +226,8 @@ class OpenEnvTaskSource:
 
     async def wait_until_healthy(self, timeout_s: float) -> bool:
         """Before a retry: wait until the server answers `GET /health` (one of ours that died is started again),
-        polling after 1, 2, 4, ... s (at most 30 s apart) for at most `timeout_s`; False when it did not come back.
+        polling after 1, 2, 4, ... s (at most 10 s apart: a check is one GET) for at most `timeout_s`; False when it
+        did not come back.
         Concurrent callers share one wait (one line when it starts, one when it ends)."""
         if self._recovery is None or self._recovery.done():
             self._recovery = asyncio.ensure_future(self._await_health(timeout_s))
@@ -257,7 +258,7 @@ class OpenEnvTaskSource:
                 print(f"[openenv] server {self.url} does not answer; waiting up to {timeout_s:.0f} s for it "
                       "(checks after 1, 2, 4, ... s)", flush=True)  # fmt: skip
             await asyncio.sleep(min(delay, timeout_s - waited))
-            delay = min(delay * 2, 30.0)
+            delay = min(delay * 2, 10.0)
 
     def close(self) -> None:
         if self.server is not None:
