@@ -11,6 +11,8 @@ import asyncio
 import concurrent.futures
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from loop_agents.envs.family import EnvironmentFamily
 from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe, session_limit
 from loop_agents.envs.openenv.settings import OpenEnvSettings
@@ -52,8 +54,9 @@ class OpenEnvFamily(EnvironmentFamily):
         if settings.url:
             probe(settings.url.rstrip("/"), settings)
         self._check_sessions(cfg, settings)
-        if int(cfg.learner.sft_epochs) > 0 and not settings.demonstrations_from:
-            raise ConfigError(f"learner.sft_epochs={cfg.learner.sft_epochs} needs warm-start demonstrations: env=openenv "
+        epochs = int(OmegaConf.select(cfg, "learner.sft_epochs", default=0) or 0)
+        if epochs > 0 and not settings.demonstrations_from:
+            raise ConfigError(f"learner.sft_epochs={epochs} needs warm-start demonstrations: env=openenv "
                               "borrows them from one of our families (env.options.demonstrations_from, e.g. bundled "
                               "with serve_family=bundled); else set learner.sft_epochs=0")  # fmt: skip
         if settings.demonstrations_from:
