@@ -125,6 +125,10 @@ class AlgorithmConfig:
     high_kl_threshold: float | None = (
         20.0  # skip the step and stop the iteration's epochs above this KL(π_old‖π_θ) (nats/trajectory); null = off
     )
+    max_staleness: int = 0  # asynchronous LOOP: a sample's oldest token at most this many adapter versions behind the learner (0 = synchronous)
+    behaviour_weight_cap: float | None = (
+        None  # asynchronous: cap of the per-token weight pi_prox/pi_behav (decoupled PPO); null = uncapped
+    )
 
 
 @dataclass
@@ -160,7 +164,7 @@ class RolloutConfig:
     rollouts_fraction: float = 1.0  # straggler cut: stop when this fraction of rollouts is done
     rollouts_per_task_fraction: float = 1.0  # straggler cut: and every task has this fraction of its K
     cut_policy: str = "finish_started"  # drop_inflight (reference) | finish_started (no short-episode bias)
-    async_one_step_off: bool = False  # collect iteration i+1 with adapter i while learning i
+    async_one_step_off: bool = False  # deprecated: runs as algorithm.max_staleness=1
     request_timeout_s: float = 120.0  # per inference request
     server_recovery_timeout_s: float = 300.0  # before retrying after an inference or environment server failure, wait this long at most for the server to be healthy again
     # first wait before an episode's retry; it doubles each retry (episode_retries=2: 2 + 4 s), then the wait for

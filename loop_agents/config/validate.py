@@ -135,10 +135,29 @@ def validate(cfg: DictConfig) -> None:
             f"learner.max_seq_len={cfg.learner.max_seq_len} exceeds llm.max_model_len={cfg.llm.max_model_len}; "
             "every collected token must be trainable"
         )
-    if cfg.rollout.async_one_step_off and cfg.algorithm.recompute_old_logprobs:
+    _validate_asynchronous(cfg)
+
+
+def _validate_asynchronous(cfg: DictConfig) -> None:
+    """algorithm.max_staleness: a whole number >= 0, and only with algorithms that can learn from stale samples."""
+    k = cfg.algorithm.max_staleness
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ConfigError(f"algorithm.max_staleness={k!r} must be a whole number >= 0 (0 = synchronous)")
+    cap = cfg.algorithm.behaviour_weight_cap
+    if cap is not None and cap <= 0:
+        raise ConfigError(f"algorithm.behaviour_weight_cap={cap} is out of range; it must be > 0 (or null)")
+    if k == 0 and not cfg.rollout.async_one_step_off:
+        return
+    if cfg.algorithm.advantage == "gae":
         raise ConfigError(
-            "rollout.async_one_step_off=true needs algorithm.recompute_old_logprobs=false: the ratio must be taken "
-            "against the sampling policy's logprobs"
+            "asynchronous training (algorithm.max_staleness > 0 or rollout.async_one_step_off) with "
+            "algorithm.advantage=gae (PPO with GAE) is not supported: GAE needs the critic's value of the current "
+            "policy, which stale samples do not have; use algorithm.max_staleness=0"
+        )
+    if cfg.algorithm.sampler_logprobs_if_agree:
+        raise ConfigError(
+            "algorithm.sampler_logprobs_if_agree=true with asynchronous training: the sampler's log-probs are "
+            "the behaviour policy's, not the proximal policy's; set it to false"
         )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import aiohttp
@@ -127,6 +127,11 @@ class VLLMClient:
     def for_adapter(self, name: str | None) -> TokenGenerator:
         """A TokenGenerator pinned to adapter `name` (None = base model); a request fails if it was unloaded."""
         return _PinnedAdapter(self, name)
+
+    def following(self, current: Callable[[], str | None]) -> TokenGenerator:
+        """A TokenGenerator that names adapter `current()` at each request (partial rollouts: an episode moves
+        to a newly published adapter at its next turn); the adapter that served is the Completion's."""
+        return _FollowingAdapter(self, current)
 
     def in_flight(self) -> dict[str, int]:
         """Requests currently outstanding per server URL."""
@@ -259,6 +264,25 @@ class _PinnedAdapter:
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
         """Sample with the pinned adapter; same retries and errors as VLLMClient.generate."""
         return await self.client._generate(prompt_ids, params, pinned=self.adapter, follow_latest=False)
+
+
+class _FollowingAdapter:
+    """TokenGenerator view of a VLLMClient that names whichever adapter `current()` gives at each request."""
+
+    def __init__(self, client: VLLMClient, current: Callable[[], str | None]) -> None:
+        self.client, self.current = client, current
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
+        """Sample with the current adapter; if it was unloaded between reading its name and the request (a
+        publish in between), ask again with the name `current()` gives then."""
+        for _ in range(3):
+            name = self.current()
+            try:
+                return await self.client._generate(prompt_ids, params, pinned=name, follow_latest=False)
+            except InvalidInferenceRequest:
+                if self.current() == name:
+                    raise
+        return await self.client._generate(prompt_ids, params, pinned=self.current(), follow_latest=False)
 
 
 class _StaleAdapter(Exception):

@@ -2,8 +2,9 @@
 
 Weights reach inference as LoRA adapter files: `publish` loads the checkpoint's adapter under a new
 name on every server and switches the rollout worker to it (vLLM's runtime LoRA API, milliseconds).
-With async one-step-off, the collection already in flight samples from the adapter being replaced,
-so that one stays loaded until the collection returns.
+Asynchronous (`algorithm.max_staleness` > 0), collections are in flight during a publish: their episodes move to
+the new adapter at their next turn (partial rollouts, `RolloutWorker.set_policy`), and a replaced adapter stays
+loaded until no collection submitted before the publish is in flight (a request may still be sampling from it).
 The evaluator shares the servers under its own adapter name (`eval-<iteration>`), so evaluating never
 blocks a publish.
 
@@ -35,6 +36,7 @@ from loop_agents.orchestration.inference_settings import inference_config
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.ray_session import init_ray
 from loop_agents.orchestration.rollout_worker import RolloutWorker
+from loop_agents.orchestration.staleness import max_staleness
 
 
 class ActorRestartsExhausted(RuntimeError):
@@ -89,6 +91,8 @@ class Cluster(ClusterEvaluations):
         self._collecting: dict[Collection, str | None] = {}  # collection in flight -> its adapter
         self._quiet = False  # the servers' health probes do not sample while the learner computes
         self._retained: dict[str, str] = {}  # replaced adapter still sampled by a collection -> its path
+        self._retained_versions: dict[str, int] = {}  # retained adapter -> its policy version
+        self.follow_latest = max_staleness(cfg) > 0  # partial rollouts: episodes move to each new adapter
         self._extras: dict[str, str] = {}  # evaluation adapters loaded on the servers -> path
         self._evals: dict[int, Any] = {}  # iteration -> (ref, evaluator, checkpoint, max_turns, attempt)
 
@@ -170,6 +174,8 @@ class Cluster(ClusterEvaluations):
         started = time.monotonic()
         used = self._restart("rollout_worker", "rollout worker", err)
         self.worker = self._new_worker()
+        if self.adapter is not None:
+            ray.get(self.worker.set_policy.remote(self.adapter, self._version))
         for collection in self._collecting:
             collection.ref = self._submit(collection)
         prefixes = ", ".join(c.args[4] for c in self._collecting) or "none"
@@ -236,15 +242,18 @@ class Cluster(ClusterEvaluations):
 
     def publish(self, adapter_dir: Path, version: int) -> str:
         """Load the adapter on every server as `policy-<version>` and route new requests to it."""
+        previous, previous_path, previous_version = self.adapter, self._adapter_path, self._version
         self._version = version
         name = f"policy-{version}"
-        previous, previous_path = self.adapter, self._adapter_path
-        retain = previous is not None and previous in self._collecting.values()  # async: still sampled
+        retain = previous is not None and bool(self._collecting)  # async: still sampled by a collection
         path = str(adapter_dir)
         self._on_servers(lambda s: s.publish_adapter.remote(path, name, retain))
         if retain:
             self._retained[previous] = previous_path
+            self._retained_versions[previous] = previous_version
         self.adapter, self._adapter_path = name, path
+        if self.follow_latest:
+            self._on_worker(lambda w: w.set_policy.remote(name, version))
         return name
 
     def task_ids(self, split: str) -> list[str]:
@@ -259,7 +268,9 @@ class Cluster(ClusterEvaluations):
         return collection
 
     def _submit(self, collection: Collection):
-        return self.worker.collect.remote(*collection.args, policy_version=collection.version)
+        return self.worker.collect.remote(
+            *collection.args, policy_version=collection.version, follow_latest=self.follow_latest
+        )
 
     def wait(self, collection: Collection, on_progress=None) -> tuple[list, dict[str, float]]:
         """The collection's (rollouts, metrics); then unloads a retained adapter no collection samples any more.
@@ -287,9 +298,11 @@ class Cluster(ClusterEvaluations):
                         on_progress(*progress)
         finally:
             self._collecting.pop(collection, None)
-            for name in sorted(set(self._retained) - set(self._collecting.values())):
+            # a collection submitted at version v samples adapters v and newer: older retained ones are idle
+            oldest = min((c.version for c in self._collecting), default=self._version + 1)
+            for name in sorted(n for n, v in self._retained_versions.items() if v < oldest):
                 self._on_servers(lambda s, name=name: s.unload_adapter.remote(name))
-                del self._retained[name]
+                del self._retained[name], self._retained_versions[name]
 
     def shutdown(self) -> None:
         for actor in [self.worker, self.evaluator]:

@@ -20,6 +20,7 @@ from loop_agents.learner import Learner, LearnerConfig
 from loop_agents.learner.checkpoint import checkpoint_name, latest_complete_checkpoint, prune_checkpoints
 from loop_agents.orchestration.agent_choice import agent_tool_schemas
 from loop_agents.orchestration.placement import plan
+from loop_agents.orchestration.staleness import max_staleness
 from loop_agents.orchestration.warm_start import sft_warm_start
 from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
@@ -64,8 +65,15 @@ def check_tiny_model_size(model_dir: Path, size: dict) -> None:
 
 
 def algorithm_config(cfg: DictConfig) -> AlgorithmConfig:
-    """Map `algorithm.*` onto the algorithms package's config (the presets use the same mapping)."""
-    return replace(from_schema(cfg.algorithm), loss_divisor=cfg.algorithm.minibatch_size)
+    """Map `algorithm.*` onto the algorithms package's config (the presets use the same mapping). Asynchronous
+    with π_old recomputed, π_old is the proximal policy and the loss takes the decoupled behaviour weights."""
+    decoupled = max_staleness(cfg) > 0 and cfg.algorithm.recompute_old_logprobs
+    return replace(
+        from_schema(cfg.algorithm),
+        loss_divisor=cfg.algorithm.minibatch_size,
+        behaviour_weight="decoupled" if decoupled else "none",
+        behaviour_weight_cap=cfg.algorithm.behaviour_weight_cap,
+    )
 
 
 def learner_config(cfg: DictConfig, model_path: str) -> LearnerConfig:

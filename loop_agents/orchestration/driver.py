@@ -8,9 +8,10 @@ One iteration (synchronous LOOP, docs/reference-ml-loop.md §1.10):
     metrics    = learner.train_iteration(kept)                       # all ranks, FSDP2
     checkpoint = atomic save (adapter, optimizer, RNG, sampler, schedule)
     publish adapter to vLLM; log; every N iterations evaluate the checkpoint (non-blocking)
-With `rollout.async_one_step_off`, collection of iteration i+1 starts (on the adapter that sampled i)
-before learning i, and the PPO ratio is taken against the sampling logprobs (validate.py forces
-`recompute_old_logprobs=false` there: recomputing would make π_old the learner's newer policy).
+Asynchronous (`algorithm.max_staleness=k` > 0; the deprecated `rollout.async_one_step_off` is k = 1): the
+collections of iterations i+1..i+k are in flight while i is learned, their episodes moving to each new adapter at
+their next turn (partial rollouts); groups sampled more than k versions behind are dropped (staleness.py) and the
+learner's decoupled objective weights each token by π_prox/π_behav (losses/policy.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
 from loop_agents.orchestration.run_eta import RunEta
 from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.run_report import PhaseClock, best_record, finish, print_block, print_eval_line
+from loop_agents.orchestration.staleness import DEPRECATED_ASYNC, drop_stale_groups, max_staleness
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
 from loop_agents.orchestration.warm_model import (
@@ -179,13 +181,17 @@ class Driver:
                 )
         else:
             self._initial_policy(cluster)
-        pending, eta = None, RunEta(int(cfg.run.iterations), started=self.clock.process_start)
+        eta = RunEta(int(cfg.run.iterations), started=self.clock.process_start)
+        bound = max_staleness(cfg)
+        if cfg.rollout.async_one_step_off:
+            print(DEPRECATED_ASYNC, flush=True)
+        pending: dict[int, tuple] = {}  # iteration -> its collection in flight (at most bound + 1 of them)
         for iteration in range(self.start_iteration + 1, cfg.run.iterations + 1):
             t_iter = time.perf_counter()
             self.clock.mark_first_rollout()
-            if pending is None:
-                pending = self._submit(cluster, sampler, iteration)
-            sampler_after, tasks, ref = pending
+            if iteration not in pending:
+                pending[iteration] = self._submit(cluster, sampler, iteration)
+            sampler_after, tasks, ref = pending.pop(iteration)
             with self.bars.phase(f"collect {iteration}/{cfg.run.iterations}", 1) as update:
                 rollouts, collect_metrics = cluster.wait(ref, on_progress=update)
                 if update is not None:
@@ -195,12 +201,13 @@ class Driver:
             errors = collect_metrics.pop("collect/errors", {})
             planned = len(tasks) * int(cfg.algorithm.rollouts_per_task)
             check_lost_work(iteration, collect_metrics, errors, planned, float(cfg.collect.max_lost_fraction))
-            pending = None
-            if cfg.rollout.async_one_step_off and iteration < cfg.run.iterations:
-                pending = self._submit(cluster, sampler, iteration + 1)  # overlaps the learning below
+            for ahead in range(iteration + 1, min(iteration + bound, int(cfg.run.iterations)) + 1):
+                if ahead not in pending:  # overlaps the learning below, sampled by adapter iteration-1
+                    pending[ahead] = self._submit(cluster, sampler, ahead)
 
             t0 = time.perf_counter()
-            kept, adv_metrics = C.advantages_and_filter(rollouts, cfg, self.dist.world_size)
+            fresh, async_metrics = drop_stale_groups(rollouts, iteration, bound)
+            kept, adv_metrics = C.advantages_and_filter(fresh, cfg, self.dist.world_size)
             cluster.pause_for_learning()
             learn_metrics = {}
             if kept:  # followers learn only when told to: nothing is broadcast for an empty batch
@@ -214,6 +221,7 @@ class Driver:
                 **C.rollout_metrics(rollouts),
                 **C.policy_lag(rollouts, iteration),
                 **collect_metrics,
+                **async_metrics,
                 **adv_metrics,
                 **learn_metrics,
                 **cluster.restart_metrics(),

@@ -9,6 +9,7 @@ from omegaconf import DictConfig
 
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.learner.precision import computes_in_bf16
+from loop_agents.orchestration.staleness import max_staleness
 
 
 def cpu_sampler_dtype(learner_precision: str) -> str:
@@ -30,7 +31,8 @@ def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -
         max_model_len=int(cfg.learner.max_seq_len),
         enable_lora=True,
         max_lora_rank=max(8, int(cfg.llm.lora.r)),
-        max_loras=4,  # the policy, the previous policy during a publish, and evaluator adapters
+        # the policy, the adapters still sampled by collections in flight (asynchronous), and evaluator adapters
+        max_loras=max(4, max_staleness(cfg) + 3),
         enable_prefix_caching=True,
         gpu_memory_utilization=None if on_cpu else server["gpu_memory_utilization"],
         cpu_kvcache_space_gib=server.get("kv_cache_gb") if on_cpu else None,

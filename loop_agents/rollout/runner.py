@@ -209,6 +209,7 @@ class _Episode:
             finish_reason=completion.finish_reason,
             action_error=None if parsed.action is not None else parsed.feedback,
             generate_s=generate_s,
+            adapter=completion.adapter,
         )
         traj.turns.append(record)
         if parsed.action is None:

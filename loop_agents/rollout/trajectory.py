@@ -43,6 +43,8 @@ class Turn:
     action_error: str | None = None  # the agent found no action; the observation is its feedback
     generate_s: float = 0.0  # wall time of the generation request(s), retries included
     env_s: float = 0.0  # wall time of the environment step
+    adapter: str | None = None  # the LoRA adapter that sampled this turn's tokens (None: the base model)
+    policy_version: int | None = None  # that adapter's policy version (partial rollouts: may change per turn)
 
 
 @dataclass
@@ -90,6 +92,22 @@ class Trajectory:
     @property
     def num_generated_tokens(self) -> int:
         return sum(self.loss_mask)
+
+    def token_versions(self) -> list[int | None]:
+        """[T] the policy version that sampled each token (None on context tokens): each turn's own version,
+        else the trajectory's `policy_version` (an episode sampled by one adapter throughout)."""
+        versions: list[int | None] = [None] * len(self.token_ids)
+        for turn in self.turns:
+            version = self.policy_version if turn.policy_version is None else turn.policy_version
+            versions[turn.gen_start : turn.gen_end] = [version] * (turn.gen_end - turn.gen_start)
+        if not self.turns and self.policy_version is not None:  # built without turns (tests, demonstrations)
+            versions = [self.policy_version if m else None for m in self.loss_mask]
+        return versions
+
+    def oldest_version(self) -> int | None:
+        """The oldest policy version that sampled any of the trajectory's tokens (None when unknown)."""
+        known = [v for v in self.token_versions() if v is not None]
+        return min(known) if known else self.policy_version
 
     def last_trainable_index(self) -> int | None:
         """Index of the last token with loss mask 1 (where a trajectory reward belongs)."""

@@ -79,7 +79,20 @@ def test_loop_preset_matches_the_paper() -> None:
             "mode=colocated needs gpu_allocation.learner_memory_gb",
         ),
         (["learner.max_seq_len=999999"], "learner.max_seq_len=999999 exceeds llm.max_model_len"),
-        (["rollout.async_one_step_off=true"], "needs algorithm.recompute_old_logprobs=false"),
+        (["algorithm.max_staleness=-1"], "algorithm.max_staleness=-1 must be a whole number >= 0"),
+        (
+            ["algorithm.max_staleness=1.5"],
+            "algorithm.max_staleness='1.5' has the wrong type; expected Integer",
+        ),
+        (
+            ["algorithm=ppo_gae", "algorithm.max_staleness=2"],
+            "asynchronous training (algorithm.max_staleness > 0 or rollout.async_one_step_off) with "
+            "algorithm.advantage=gae (PPO with GAE) is not supported",
+        ),
+        (
+            ["rollout.async_one_step_off=true", "algorithm.sampler_logprobs_if_agree=true"],
+            "algorithm.sampler_logprobs_if_agree=true with asynchronous training",
+        ),
         (["env.turn_schedule.kind=stepwise"], "env.turn_schedule.budgets must list at least one budget"),
         (
             ["llm.tiny.hidden_size=100", "llm.tiny.num_heads=3"],
