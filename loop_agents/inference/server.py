@@ -100,7 +100,9 @@ class VLLMServer:
                 self._port = free_port(self.config.host)
             started = time.monotonic()
             cmd = server_command(self.config, self._port)
-            process = ServerProcess(cmd, server_environment(self.config), self.log_path)
+            process = ServerProcess(
+                cmd, server_environment(self.config), self.log_path, cpu_affinity=self.config.cpu_affinity
+            )
             try:
                 process.wait_ready(
                     self.url,

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.cluster import Cluster
+from loop_agents.orchestration.cpu_pinning import learner_cpus, pin
 from loop_agents.orchestration.distributed import Distributed
 from loop_agents.orchestration.early_start import ClusterStart, overlap_allowed
 from loop_agents.orchestration.held_out import START_ADAPTER, evaluate_held_out
@@ -50,6 +51,7 @@ from loop_agents.redaction import redact, redacted_yaml
 def run(cfg: DictConfig) -> None:
     """Entry point called by train.py on every rank."""
     dist = Distributed.from_environment(cfg.gpu_allocation.device)
+    pin(learner_cpus(cfg), "learner")  # cpu_split: before Ray starts, whose processes inherit it
     run_dir = Path(cfg.run.dir)
     clock = PhaseClock()
     clock.mark("imports done")

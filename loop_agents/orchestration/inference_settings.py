@@ -9,6 +9,7 @@ from omegaconf import DictConfig
 
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.learner.precision import computes_in_bf16
+from loop_agents.orchestration.cpu_pinning import inference_cpus
 from loop_agents.orchestration.staleness import max_staleness
 
 
@@ -25,6 +26,7 @@ def cpu_sampler_dtype(learner_precision: str) -> str:
 def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -> InferenceConfig:
     """Settings of one vLLM server: the context equals the learner's max_seq_len, LoRA rank from llm.lora."""
     on_cpu = cfg.gpu_allocation.device == "cpu"
+    pinned = inference_cpus(cfg)
     return InferenceConfig(
         model_path=model_path,
         served_model_name="base",
@@ -37,6 +39,9 @@ def inference_config(cfg: DictConfig, model_path: str, server: dict[str, Any]) -
         gpu_memory_utilization=None if on_cpu else server["gpu_memory_utilization"],
         cpu_kvcache_space_gib=server.get("kv_cache_gb") if on_cpu else None,
         cpu_threads=server.get("threads") if on_cpu else None,
+        # pinned (cpu_split): the engine's OpenMP threads bound to the server's own CPUs
+        cpu_threads_bind=",".join(map(str, pinned[: server.get("threads") or 1])) if pinned else None,
+        cpu_affinity=pinned or None,
         block_size=server.get("kv_block_size") if on_cpu else None,
         shm_busy_loop_s=server.get("shm_busy_loop_s") if on_cpu else None,
         dtype=cpu_sampler_dtype(str(cfg.learner.precision)) if on_cpu else str(cfg.llm.dtype),

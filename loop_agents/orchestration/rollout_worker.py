@@ -24,6 +24,7 @@ from loop_agents.inference.client import VLLMClient
 from loop_agents.orchestration.agent_choice import make_agent
 from loop_agents.orchestration.collector import CollectionStats, collect_groups
 from loop_agents.orchestration.components import episode_config, rollout_metrics
+from loop_agents.orchestration.cpu_pinning import inference_cpus, pin
 from loop_agents.progress_lines import Ticker, watch
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
@@ -42,6 +43,9 @@ class RolloutWorker:
         from transformers import AutoTokenizer
 
         self.cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
+        pin(
+            inference_cpus(self.cfg), "evaluator" if evaluation else "rollout worker"
+        )  # cpu_split: the sampler's
         self.evaluation = evaluation
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.chat = chat_format(self.tokenizer, episode_config(self.cfg, max_turns=1))
