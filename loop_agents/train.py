@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from loop_agents.config.launch import ACCELERATE_SIMPLE_LAUNCH, check_world_size, launched_rank
-from loop_agents.config.load import compose_or_exit
+from loop_agents.config.load import compose_or_exit, print_notes
 from loop_agents.config.validate import ConfigError
 from loop_agents.envs.selected import check_environment
 from loop_agents.errors import CachedModelMismatch, CheckpointError, LostWorkError
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     if show is not None:
         print(redacted_yaml(cfg))
         return
+    print_notes()  # e.g. a preset's env.options left to the family it was written for
     launched = "WORLD_SIZE" in os.environ or ACCELERATE_SIMPLE_LAUNCH in os.environ
     if not cfg.run.dry_run or launched:  # a plain dry run shows any preset's plan
         try:

@@ -46,7 +46,7 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
     return cfg
 
 
-NOTES: list[str] = []  # what composition changed and a person should know (compose_or_exit prints them)
+NOTES: list[str] = []  # what composition changed and a person should know (print_notes prints them)
 # `env.*` keys whose values only one family reads
 FAMILY_KEYS = ("options", "prompt", "train_split", "eval_split")
 
@@ -159,11 +159,14 @@ def compose_or_exit(overrides: list[str], config_name: str = "config") -> DictCo
     """CLI helper: compose and validate; on error print `config error: ...` and exit with status 2."""
     NOTES.clear()
     try:
-        cfg = compose(overrides, config_name)
+        return compose(overrides, config_name)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    if os.environ.get(SUPERVISED_ENV) != "1":  # a supervised child's parent said them already
+
+
+def print_notes() -> None:
+    """The last composition's notes, on stdout (not in a supervised child: its parent printed them)."""
+    if os.environ.get(SUPERVISED_ENV) != "1":
         for note in NOTES:
-            print(note, file=sys.stderr, flush=True)
-    return cfg
+            print(note, flush=True)
