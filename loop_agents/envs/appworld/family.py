@@ -37,6 +37,8 @@ EXECUTE_TOOL = ToolSpec(
     from_action=lambda action: {"code": action},
 )
 
+CELL_MARGIN_S = 30.0  # the host's kill, reply and round trip after a cell's own time-out and grace
+
 
 class AppWorldFamily(EnvironmentFamily):
     name = "appworld"
@@ -65,6 +67,16 @@ class AppWorldFamily(EnvironmentFamily):
             raise ConfigError(
                 f"env.options.python: AppWorld venv python {settings.python_path} not found; run "
                 "scripts/install_appworld.sh (or set env.options.python / $APPWORLD_PYTHON)"
+            )
+        step_timeout = cfg.rollout.get("env_timeout_s") if "rollout" in cfg else None
+        cell_budget = settings.execute_timeout_s + settings.grace_s + CELL_MARGIN_S
+        if step_timeout is not None and float(step_timeout) < cell_budget:
+            raise ConfigError(
+                f"rollout.env_timeout_s={step_timeout} is shorter than an AppWorld cell may run "
+                f"(env.options.execute_timeout_s {settings.execute_timeout_s} + grace_s {settings.grace_s} + "
+                f"{CELL_MARGIN_S:.0f} s for the host): the policy's slow cell would be lost as an environment timeout "
+                f"instead of scored; raise rollout.env_timeout_s to at least {cell_budget:.0f} or lower "
+                "env.options.execute_timeout_s"
             )
         if _user_root(settings) and not (settings.root_path / "data" / "tasks").is_dir():
             source = "env.options.root" if settings.root else "$APPWORLD_ROOT"
