@@ -1,0 +1,108 @@
+"""Asynchronous LOOP on the node in miniature: samples/s and time to a dev success of 0.6 per `max_staleness`.
+
+    python -m benchmarks.async_staleness --staleness 0 1 2 --seeds 0 --iterations 12
+
+Each setting is one real demo run (`experiment=demo gpu_allocation=cpu_split`: learner on CPU 0, vLLM and the
+rollout actors on CPU 1), one after the other, with `learner.sft_cache_dir` set so the runs share one warm start
+(the first trains and caches it; it is not part of any number below). From each run's metrics rows:
+- samples/s = rollouts collected / Σ time/iteration (the RL loop's wall time, evaluations excluded: they run
+  beside it on the sampler's core),
+- time to 0.6 = Σ time/iteration up to the first iteration whose dev evaluation (every 3) has success >= 0.6,
+- the dev curve, held-out success, and the async metrics (staleness histogram, mixed-version share, drops).
+Every run is recorded (benchmarks/results/async_staleness.json via runner.write_analysis, rewritten after each run
+so a stopped series keeps what finished), with the load average before and after: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.runner import ROOT, write_analysis
+
+RUNS = ROOT / "runs" / "async_staleness"
+TARGET = 0.6
+
+
+def summarize(run_dir: Path) -> dict:
+    """The numbers of one finished (or stopped) run, from its metrics rows and summary."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    train = sorted((r for r in rows if "rollout/count" in r), key=lambda r: r["iteration"])
+    dev = {int(r["eval/iteration"]): r["eval/success_rate"] for r in rows if "eval/success_rate" in r}
+    elapsed, clock = 0.0, {}
+    for row in train:
+        elapsed += row["time/iteration"]
+        clock[int(row["iteration"])] = elapsed
+    reached = [i for i in sorted(dev) if i in clock and dev[i] >= TARGET]
+    samples = sum(r["rollout/count"] for r in train)
+    summary = (
+        json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    )
+    staleness: dict[str, float] = {}
+    for row in train:
+        for key, value in row.items():
+            if key.startswith("async/staleness_tokens_"):
+                staleness[key.rsplit("_", 1)[1]] = staleness.get(key.rsplit("_", 1)[1], 0.0) + value
+    return {
+        "iterations": len(train),
+        "samples": samples,
+        "rl_seconds": round(elapsed, 1),
+        "samples_per_s": round(samples / elapsed, 3) if elapsed else None,
+        "time_to_success_0.6_s": round(clock[reached[0]], 1) if reached else None,
+        "iteration_reaching_0.6": reached[0] if reached else None,
+        "dev_success": dev,
+        "held_out": summary.get("held_out"),
+        "staleness_tokens": staleness,
+        "mixed_version_share_mean": round(
+            sum(r.get("async/mixed_version_share", 0.0) for r in train) / max(len(train), 1), 3
+        ),
+        "dropped_groups": sum(r.get("async/dropped_groups", 0.0) for r in train),
+        "time_learn_s": round(sum(r["time/learn"] for r in train), 1),
+        "time_rollout_wait_s": round(sum(r["time/rollout"] for r in train), 1),
+    }
+
+
+def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dict:
+    run_dir = RUNS / f"k{staleness}_s{seed}"
+    command = [
+        sys.executable, "-m", "loop_agents.train", "experiment=demo", "gpu_allocation=cpu_split",
+        f"algorithm.max_staleness={staleness}", f"run.seed={seed}", f"run.iterations={iterations}",
+        f"run.dir={run_dir}", "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled",
+        "logging.plots=false", *extra,
+    ]  # fmt: skip
+    load_before = os.getloadavg()[0]
+    began = time.time()
+    log = run_dir.with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        rc = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    record = {"max_staleness": staleness, "seed": seed, "exit_code": rc, "wall_s": round(time.time() - began, 1),
+              "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
+              "overrides": command[3:], "run_dir": str(run_dir.relative_to(ROOT))}  # fmt: skip
+    if (run_dir / "metrics.jsonl").exists():
+        record.update(summarize(run_dir))
+    return record
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--staleness", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--note", default="")
+    parser.add_argument("extra", nargs="*", help="more overrides for every run")
+    args = parser.parse_args(argv)
+    runs = []
+    for seed in args.seeds:
+        for k in args.staleness:
+            runs.append(run_one(k, seed, args.iterations, args.extra))
+            write_analysis("async_staleness", {"note": args.note, "target_success": TARGET, "runs": runs})
+
+
+if __name__ == "__main__":
+    main()
