@@ -55,6 +55,13 @@ class RunLog:
                 resume="allow",
                 name=self.dir.name,
             )
+            # Every row is logged at wandb's own next step, and charts use our step metrics: a row whose iteration
+            # is behind the newest (a background evaluation finishing after later training rows) is kept, where
+            # `log(step=iteration)` would have dropped it ("Tried to log to step N that is less than the current").
+            self._wandb.define_metric("iteration")
+            self._wandb.define_metric("*", step_metric="iteration")
+            self._wandb.define_metric("eval/iteration")
+            self._wandb.define_metric("eval/*", step_metric="eval/iteration")
 
     @property
     def wandb_run_id(self) -> str | None:
@@ -65,7 +72,7 @@ class RunLog:
         with self.metrics_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
         if self._wandb is not None:
-            self._wandb.log({k: v for k, v in row.items() if isinstance(v, int | float)}, step=iteration)
+            self._wandb.log({k: v for k, v in row.items() if isinstance(v, int | float)})
 
     def truncate_after(self, iteration: int) -> None:
         """Drop metric rows newer than `iteration` (a resumed run rewrites them)."""
