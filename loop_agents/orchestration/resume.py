@@ -1,9 +1,12 @@
 """Where a rerun picks up: the newest checkpoint that verifies, and the metrics log made to match it.
 
-`verified_checkpoint` walks the complete checkpoints newest first. One whose files do not match its manifest
-(learner/manifest.py) is renamed `checkpoint-N.corrupt` (kept, never deleted), named in one line, and the one
-before it is tried. If no earlier complete checkpoint exists the damaged one is left in place and
-CheckpointError says so: starting over would rewrite the run's logs with less.
+`verified_checkpoint` walks the `checkpoint-N` directories newest first. One that is damaged is renamed
+`checkpoint-N.corrupt` (kept, never deleted), named in one line, and the one before it is tried. Damaged means any
+of: no `done` marker, no `manifest.json`, files that do not match the manifest (learner/manifest.py). Our writes
+never leave the first two under a final name (a checkpoint is written in a temp dir, marked done, then renamed),
+so either means the directory was changed after it was written: it is not resumed from unverified, nor skipped and
+later overwritten by the rerun's save of the same name. If no earlier checkpoint verifies, the damaged one is left
+in place and CheckpointError says so: starting over would rewrite the run's logs with less.
 
 `restore_metrics` makes metrics.jsonl hold every row up to the resumed iteration exactly once: rows after it
 go (the rerun writes them again), a torn last row goes (jsonl.py), and the resumed checkpoint's own row comes
@@ -19,22 +22,31 @@ from typing import Any
 
 from loop_agents.errors import CheckpointError
 from loop_agents.learner.checkpoint import CHECKPOINT_PATTERN, is_complete
-from loop_agents.learner.manifest import verify_directory
+from loop_agents.learner.manifest import MANIFEST, verify_directory
 
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _complete_newest_first(folder: Path) -> list[Path]:
+def _checkpoints_newest_first(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     found = [
         (int(m.group(1)), child)
         for child in folder.iterdir()
-        if (m := CHECKPOINT_PATTERN.match(child.name)) and child.is_dir() and is_complete(child)
+        if (m := CHECKPOINT_PATTERN.match(child.name)) and child.is_dir()
     ]
     return [path for _, path in sorted(found, reverse=True)]
+
+
+def damage(checkpoint: Path) -> str | None:
+    """Why `checkpoint` cannot be resumed from, in a few words, or None when it verifies."""
+    if not is_complete(checkpoint):
+        return "no done marker: its write never finished here"
+    if not (checkpoint / MANIFEST).is_file():
+        return f"{checkpoint / MANIFEST} is missing: its files cannot be verified"
+    return verify_directory(checkpoint)
 
 
 def set_aside(checkpoint: Path) -> Path:
@@ -48,10 +60,10 @@ def set_aside(checkpoint: Path) -> Path:
 
 
 def verified_checkpoint(folder: str | Path, note: Callable[[str], None] = _stderr) -> Path | None:
-    """The newest complete checkpoint under `folder` whose files verify (None if there is none at all)."""
-    candidates = _complete_newest_first(Path(folder))
+    """The newest checkpoint under `folder` that verifies (None if there is no checkpoint at all)."""
+    candidates = _checkpoints_newest_first(Path(folder))
     for index, checkpoint in enumerate(candidates):
-        problem = verify_directory(checkpoint)
+        problem = damage(checkpoint)
         if problem is None:
             return checkpoint
         if index + 1 == len(candidates):

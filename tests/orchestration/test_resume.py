@@ -82,3 +82,25 @@ def test_restore_metrics_holds_each_row_once(tmp_path: Path) -> None:
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
     restore_metrics(log, 2, {"rollout/count": 4})  # killed after checkpoint-2, before its row was logged
     assert log.rows() == rows[:3]
+
+
+@pytest.mark.parametrize(
+    ("remove", "why"),
+    [
+        ("done", "no done marker: its write never finished here"),
+        ("manifest.json", "manifest.json is missing"),
+    ],
+)
+def test_a_checkpoint_without_its_done_marker_or_manifest_gets_the_damaged_line(
+    tmp_path, remove, why
+) -> None:
+    """Neither is ever missing under a final name (temp dir, done, rename): the directory was changed since. It is
+    not resumed from unverified, nor skipped and then overwritten by the rerun's save of the same name."""
+    for i in (4, 5):
+        _checkpoint(tmp_path, i)
+    (tmp_path / "checkpoint-5" / remove).unlink()
+    notes: list[str] = []
+    assert verified_checkpoint(tmp_path, notes.append) == tmp_path / "checkpoint-4"
+    assert len(notes) == 1 and notes[0].startswith("[resume] checkpoint-5 is damaged (") and why in notes[0]
+    assert notes[0].endswith("; moved aside to checkpoint-5.corrupt, resuming from checkpoint-4")
+    assert (tmp_path / "checkpoint-5.corrupt" / "trainable.safetensors").is_file()
