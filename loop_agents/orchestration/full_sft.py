@@ -156,7 +156,7 @@ def sft_full_weights(
 _SHAPE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
 
 
-def _check_reusable(out_dir: Path, base_dir: Path, provenance: dict) -> None:
+def check_reusable(out_dir: Path, base_dir: Path, provenance: dict) -> None:
     """Refuse a cached warm model whose shape or recorded settings differ from this run's (nothing is changed)."""
     warm_config = json.loads((out_dir / "config.json").read_text())
     base_config = json.loads((base_dir / "config.json").read_text())
@@ -173,6 +173,27 @@ def _check_reusable(out_dir: Path, base_dir: Path, provenance: dict) -> None:
                 f"warm model {out_dir} was built with {key}={recorded[key]!r} but this run asks for {value!r}; "
                 f"delete {out_dir} to rebuild it, or choose another run.dir"
             )
+
+
+def warm_provenance(
+    epochs: int,
+    lr: float,
+    seed: int,
+    batch_size: int = 32,
+    ready_at: float | None = None,
+    max_epochs: int | None = None,
+    redraws: int = 0,
+    redraw_epoch: int = 3,
+    attention: str = "eager",
+    share_prefix_min_tokens: int = 0,
+    provenance: dict | None = None,
+) -> dict:
+    """The settings a warm model records in `warm_start.json` and a reuse must match (see build_warm_model)."""
+    return {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
+            "max_epochs": max_epochs, "redraws": redraws, "redraw_epoch": redraw_epoch,
+            **({} if attention == "eager" else {"attention": attention}),
+            **({"share_prefix_min_tokens": share_prefix_min_tokens} if share_prefix_min_tokens else {}),
+            **(provenance or {})}  # fmt: skip
 
 
 def build_warm_model(
@@ -219,13 +240,12 @@ def build_warm_model(
     max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
     # the attention kernel and prefix sharing are recorded only when not the default: warm models built before
     # the switches existed (no such keys) stay reusable
-    provenance = {"epochs": epochs, "lr": lr, "seed": seed, "batch_size": batch_size, "ready_at": ready_at,
-                  "max_epochs": max_epochs, "redraws": redraws, "redraw_epoch": redraw_epoch,
-                  **({} if attention == "eager" else {"attention": attention}),
-                  **({"share_prefix_min_tokens": share_prefix_min_tokens} if share_prefix_min_tokens else {}),
-                  **(provenance or {})}  # fmt: skip
+    provenance = warm_provenance(epochs=epochs, lr=lr, seed=seed, batch_size=batch_size, ready_at=ready_at,
+                                 max_epochs=max_epochs, redraws=redraws, redraw_epoch=redraw_epoch,
+                                 attention=attention, share_prefix_min_tokens=share_prefix_min_tokens,
+                                 provenance=provenance)  # fmt: skip
     if (out_dir / "warm_start.json").exists():
-        _check_reusable(out_dir, Path(base_dir), provenance)
+        check_reusable(out_dir, Path(base_dir), provenance)
         return out_dir
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     t0 = time.perf_counter()

@@ -12,7 +12,7 @@ from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.agent_choice import demonstrations_in_agent_form
 from loop_agents.orchestration.demonstrations import demonstration_weights, demonstrations, warm_start_checks
-from loop_agents.orchestration.full_sft import build_warm_model
+from loop_agents.orchestration.full_sft import build_warm_model, check_reusable, warm_provenance
 from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
 from loop_agents.rollout.runner import chat_format
 
@@ -36,7 +36,6 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     # then depends on the config only, not on the machine's core count.
     torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     try:
-        demos, readiness, token_weights, stall_probe = warm_start_inputs(cfg, base)
         options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}
         provenance = {"env_options": options, "threads": cfg.gpu_allocation.cpu_learner_threads,
                       "stall_copy": cfg.learner.get("sft_stall_copy")}  # fmt: skip
@@ -55,6 +54,17 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
         # only then: the cache keys of unshared warm starts stay valid
         if cfg.learner.sft_share_prefix == "auto":
             settings["share_prefix_min_tokens"] = cfg.learner.share_prefix_min_tokens
+        if warm_start_cached(cfg, run_dir):
+            # a rerun (resume) of this run: its own finished warm model, checked as any reuse is, without building
+            # and tokenizing the demonstrations again (8,000 of them took 35-55 s of every resume)
+            warm = run_dir / "warm_model"
+            check_reusable(warm, Path(base), warm_provenance(**settings))
+            print(
+                f"[warm start] this run's warm model is finished: {warm} (demonstrations not rebuilt)",
+                flush=True,
+            )
+            return str(warm)
+        demos, readiness, token_weights, stall_probe = warm_start_inputs(cfg, base)
 
         def build() -> Path:
             return build_warm_model(
