@@ -33,7 +33,11 @@ def test_a_server_child_and_its_children_run_on_the_pinned_cpu() -> None:
         "subprocess.run([sys.executable, '-c', 'import os; print(sorted(os.sched_getaffinity(0)))'])"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], preexec_fn=_before_exec([cpu]), capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        preexec_fn=_before_exec([cpu]),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert done.stdout.split() == [f"[{cpu}]", f"[{cpu}]"]  # the server and the engine process it spawns
 
