@@ -32,15 +32,15 @@ def _cpus(cfg: DictConfig, key: str) -> list[int]:
 
 
 def pin(cpus: list[int], what: str) -> None:
-    """Pin the calling process (threads created later inherit it) to `cpus`; nothing when empty. A CPU this
-    process may not run on is one line naming it."""
+    """Pin the calling process (threads created later inherit it) to `cpus`; nothing when empty. The set may be
+    wider than the process's current affinity (a Ray actor inherits the learner's): the kernel allows any CPU of
+    the process's cpuset. A CPU outside it is one line naming it."""
     if not cpus:
         return
-    allowed = os.sched_getaffinity(0)
-    missing = sorted(set(cpus) - allowed)
-    if missing:
+    try:
+        os.sched_setaffinity(0, set(cpus))
+    except OSError as exc:
         raise ValueError(
-            f"cannot pin the {what} to CPUs {cpus}: {missing} not among this process's CPUs {sorted(allowed)}"
-        )
-    os.sched_setaffinity(0, set(cpus))
+            f"cannot pin the {what} to CPUs {cpus}: {exc.strerror} (not CPUs this machine gives us)"
+        ) from None
     print(f"[cpu] {what} pinned to CPU(s) {','.join(map(str, cpus))}", flush=True)

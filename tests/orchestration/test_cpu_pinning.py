@@ -43,8 +43,26 @@ def test_a_server_child_and_its_children_run_on_the_pinned_cpu() -> None:
 
 
 def test_pin_names_a_cpu_this_process_cannot_use() -> None:
-    with pytest.raises(ValueError, match=r"cannot pin the learner to CPUs \[4096\]: \[4096\] not among"):
+    with pytest.raises(ValueError, match=r"cannot pin the learner to CPUs \[4096\]: Invalid argument"):
         pin([4096], "learner")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+def test_a_process_pinned_to_one_cpu_can_move_to_another() -> None:
+    """A Ray actor starts with the learner's affinity (CPU 0) and moves itself to the sampler's CPU."""
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    code = (
+        "import os; from loop_agents.orchestration.cpu_pinning import pin; "
+        f"pin([{second}], 'rollout worker'); print(sorted(os.sched_getaffinity(0)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        preexec_fn=lambda: os.sched_setaffinity(0, {first}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split("\n")[-2] == f"[{second}]", done.stdout
 
 
 def test_overlapping_cpu_sets_are_a_config_error() -> None:
