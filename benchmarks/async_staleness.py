@@ -72,7 +72,7 @@ def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dic
     command = [
         sys.executable, "-m", "loop_agents.train", "experiment=demo", "gpu_allocation=cpu_split",
         f"algorithm.max_staleness={staleness}", f"run.seed={seed}", f"run.iterations={iterations}",
-        f"run.dir={run_dir}", "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled",
+        f"run.dir={run_dir.relative_to(ROOT)}", "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled",
         "logging.plots=false", *extra,
     ]  # fmt: skip
     load_before = os.getloadavg()[0]
