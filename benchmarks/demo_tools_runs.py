@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from benchmarks.portable import portable_path
 from benchmarks.runner import RESULTS_DIR, git_info, machine_info
 
 OUT = RESULTS_DIR / "demo_tools_runs.json"
@@ -45,7 +46,7 @@ def record(run_dir: Path, log: Path, note: str) -> dict:
             if key.startswith("tools/error/"):
                 tool_errors[key] = tool_errors.get(key, 0.0) + value
     return {
-        "run_dir": str(run_dir),
+        "run_dir": portable_path(run_dir),
         "agent_tools": "kind: tools" in config,
         "seed": int(m.group(1)) if (m := re.search(r"^  seed: (\d+)$", config, re.MULTILINE)) else None,
         "exit_code": int(exit_code[-1]) if exit_code else None,

@@ -21,6 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.selected import selected_family
 from loop_agents.envs.settings import env_settings
+from loop_agents.rollout.chat import ChatFormat, ChatTemplateError
+from loop_agents.tools.spec import tools_of
 
 UNRECOVERABLE = 2
 CONNECT_TIMEOUT_S = 3.0
@@ -112,9 +114,6 @@ def tool_template_problem(cfg: DictConfig) -> str | None:
     if OmegaConf.select(cfg, "agent.kind", default="text") != "tools" or model_path == "tiny":
         return None
     from transformers import AutoTokenizer
-
-    from loop_agents.rollout.chat import ChatFormat, ChatTemplateError
-    from loop_agents.tools.spec import tools_of
 
     tools = [tool.openai_schema() for tool in tools_of(selected_family(cfg), env_settings(cfg))]
     local = Path(model_path).expanduser()

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import orjson  # AppWorld's own serializer (its save writes records with it)
+
 
 def _record_bytes(record: Any) -> int:
-    import orjson
-
     try:
         return len(orjson.dumps(record)) + 1
     except TypeError:  # a type orjson cannot write would fail AppWorld's save as well: count it generously
