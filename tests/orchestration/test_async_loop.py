@@ -36,7 +36,9 @@ def test_async_one_step_off_samples_one_policy_behind_and_loses_nothing(tmp_path
     env = {**os.environ, **quiet, "TTY_COMPATIBLE": "1"}  # rich draws its bars as on a terminal
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert "rollout.async_one_step_off=true is deprecated: it runs as algorithm.max_staleness=1" in done.stdout
+    assert (
+        "rollout.async_one_step_off=true is deprecated: it runs as algorithm.max_staleness=1" in done.stdout
+    )
     # the driver's progress bars: episodes of each collection, optimizer steps of each learn phase, with ETA
     assert f"collect {ITERATIONS}/{ITERATIONS}" in done.stderr and "6/6" in done.stderr, done.stderr[-3000:]
     assert f"learn   {ITERATIONS}/{ITERATIONS}" in done.stderr and "ETA" in done.stderr
