@@ -24,6 +24,7 @@ COMMANDS = {
     "python -m loop_agents.train experiment=demo": "tests/orchestration/test_train_loop.py::test_train_is_killed_after_iteration_2_and_resumes_at_3",
     "torchrun --nproc-per-node 2 loop_agents/train.py experiment=demo": "tests/orchestration/test_launchers.py::test_torchrun_two_ranks_killed_after_iteration_2_resumes_to_the_replayed_weights",
     "accelerate launch --cpu --num_processes 1 loop_agents/train.py experiment=demo": "tests/orchestration/test_launchers.py::test_accelerate_launch_cpu_one_process",
+    "python -m loop_agents.train experiment=demo algorithm.max_staleness=2": "tests/orchestration/test_async_staleness.py::test_staleness_bound_is_never_exceeded_with_a_slow_learner",
 }  # fmt: skip
 
 
