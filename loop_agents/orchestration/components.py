@@ -209,8 +209,9 @@ def rollout_metrics(rollouts: list[Trajectory], prefix: str = "rollout") -> dict
     }
     for reason in FinishReason:
         metrics[f"{prefix}/finish_{reason.value}"] = sum(t.finish_reason == reason for t in rollouts) / n
-    # Episodes the policy's own code ended (AppWorld: timeout, env_killed, output_too_large): scored 0 and
-    # trained on, so a policy that hangs on hard tasks shows up here rather than as missing samples.
+    # Episodes the policy's own code ended (AppWorld: timeout, env_killed, output_too_large, api_channel_closed,
+    # state_too_large, api_cpu_budget): scored on the state they left and trained on, so a policy that breaks its
+    # episodes shows up here rather than as missing samples.
     ended = [t.reward_details.get("episode_ended") for t in rollouts]
     for why in sorted({w for w in ended if w}):
         metrics[f"{prefix}/ended_{why}"] = sum(w == why for w in ended) / n
