@@ -5,6 +5,11 @@ observations plus the ids vLLM sampled, stored as sampled (never decoded and re-
 `loss_mask[t] == 1` exactly on sampled tokens, including each turn's sampled stop token;
 `sample_logprobs[t]` is vLLM's log-probability of token t where the mask is 1 and 0.0 elsewhere.
 Appending a turn costs O(new tokens).
+
+A trajectory is one sequence, or several (`segment_starts`): an agent program behind the gateway may send a
+history that does not extend its previous call's, and that call's prompt starts a new sequence of the same
+episode. The learner runs each segment as a sequence of its own (positions from 0, attention within it); the
+episode keeps one reward and one advantage.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ class FinishReason(StrEnum):
     ENV_ERROR = "env_error"  # the environment failed and could not be recovered
     INFERENCE_ERROR = "inference_error"  # the inference server failed and could not be recovered
     CANCELLED = "cancelled"  # collection was cut (straggler cut, shutdown)
+    # an agent program behind the gateway (scored on the environment's state, like every policy-caused ending)
+    PROGRAM_ERROR = "program_error"  # it raised, or exited non-zero
+    PROGRAM_TIMEOUT = "program_timeout"  # it ran past agent.timeout_s and was stopped
 
 
 @dataclass
@@ -68,6 +76,8 @@ class Trajectory:
     policy_version: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # indices of token_ids where a new sequence starts, besides 0 (ascending; empty: one sequence)
+    segment_starts: list[int] = field(default_factory=list)
 
     def append_context(self, ids: list[int]) -> None:
         """Append prompt/observation tokens (not trained on)."""
@@ -123,6 +133,17 @@ class Trajectory:
             raise ValueError(
                 f"trajectory {self.task_id}/{self.sample_index}: token_ids={n}, "
                 f"loss_mask={len(self.loss_mask)}, sample_logprobs={len(self.sample_logprobs)}"
+            )
+        starts = [0, *self.segment_starts]
+        if any(b <= a for a, b in zip(starts, starts[1:], strict=False)) or (
+            self.segment_starts and starts[-1] >= n
+        ):
+            raise ValueError(
+                f"trajectory {self.task_id}/{self.sample_index}: bad segment_starts {self.segment_starts}"
+            )
+        if any(self.loss_mask[s] for s in self.segment_starts):
+            raise ValueError(
+                f"trajectory {self.task_id}/{self.sample_index}: a segment starts on a sampled token"
             )
         if not math.isfinite(self.reward):
             raise ValueError(f"trajectory of task {self.task_id!r} has non-finite reward {self.reward}")

@@ -1,0 +1,139 @@
+"""The gateway's HTTP server: OpenAI chat completions and the episode's tools, on 127.0.0.1, one key per episode.
+
+    GET  /v1/models              the one model the gateway serves ("policy"; any `model` a request names is it)
+    POST /v1/chat/completions    completions.py (with `stream: true`: server-sent events, then `data: [DONE]`)
+    GET  /task                   the episode's task (task_id, messages, prompt)
+    GET  /tools                  the episode's tools, OpenAI function schemas
+    POST /tools/{name}           one tool call; the body is the arguments object (tool_calls.py)
+
+Every route needs `Authorization: Bearer <key>` of a running episode; the key selects the episode's session and
+nothing else is reachable with it (no listing, no other session's calls). A key is revoked when its episode ends.
+One server per rollout worker, on the worker's event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from loop_agents.gateway.completions import chat_completion, stream_chunks
+from loop_agents.gateway.messages import RequestError
+from loop_agents.gateway.session import EpisodeSession
+from loop_agents.gateway.tool_calls import call_tool, tool_schemas
+from loop_agents.rollout.trajectory import FinishReason
+
+log = logging.getLogger(__name__)
+MAX_BODY_BYTES = 32 * 2**20  # a long episode's whole history comes back with every call
+MODEL_NAME = "policy"
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _error(status: int, message: str, code: str) -> web.Response:
+    return web.json_response(
+        {"error": {"message": message, "type": "invalid_request_error", "code": code}}, status=status
+    )
+
+
+class GatewayServer:
+    """The server and its sessions (by the SHA-256 of their keys)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, EpisodeSession] = {}
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> str:
+        """Bind 127.0.0.1 on a free port (once); returns the root URL."""
+        if self._runner is None:
+            app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._authorize])
+            app.router.add_get("/v1/models", self._models)
+            app.router.add_post("/v1/chat/completions", self._completions)
+            app.router.add_get("/task", self._task)
+            app.router.add_get("/tools", self._tools)
+            app.router.add_post("/tools/{name}", self._tool_call)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._runner = runner
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def open(self, session: EpisodeSession) -> None:
+        self._sessions[_digest(session.key)] = session
+
+    def close(self, session: EpisodeSession) -> None:
+        self._sessions.pop(_digest(session.key), None)
+
+    @web.middleware
+    async def _authorize(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        session = self._sessions.get(_digest(header[7:])) if header.startswith("Bearer ") else None
+        if session is None:
+            return _error(401, "no running episode has this key", "invalid_api_key")
+        request["session"] = session
+        try:
+            return await handler(request)
+        except RequestError as err:
+            return _error(err.status, str(err), err.code)
+        except web.HTTPException:
+            raise
+        except Exception as err:  # our bug: the episode cannot be trusted any more; it is lost, not scored
+            log.exception("gateway request %s failed", request.path)
+            session.end(FinishReason.ENV_ERROR, f"gateway internal error {type(err).__name__}: {err}")
+            return _error(500, "internal error of the gateway; the episode is over", "internal_error")
+
+    async def _json(self, request: web.Request) -> Any:
+        try:
+            return await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise RequestError(400, f"the body is not JSON: {err}") from None
+
+    async def _models(self, request: web.Request) -> web.Response:
+        model = {"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "loop_agents"}
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        body = await self._json(request)
+        if not isinstance(body, dict):
+            raise RequestError(400, "the body must be a JSON object")
+        response = await chat_completion(request["session"], body)
+        if not body.get("stream"):
+            return web.json_response(response)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        stream = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await stream.prepare(request)
+        for chunk in stream_chunks(response, include_usage):
+            await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await stream.write(b"data: [DONE]\n\n")
+        await stream.write_eof()
+        return stream
+
+    async def _task(self, request: web.Request) -> web.Response:
+        return web.json_response(request["session"].task)
+
+    async def _tools(self, request: web.Request) -> web.Response:
+        return web.json_response({"tools": tool_schemas(request["session"])})
+
+    async def _tool_call(self, request: web.Request) -> web.Response:
+        arguments = await self._json(request)
+        result = await call_tool(request["session"], request.match_info["name"], arguments)
+        return web.json_response(result)
