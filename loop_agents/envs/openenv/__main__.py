@@ -1,8 +1,10 @@
-"""`python -m loop_agents.envs.openenv serve <family> [--port N] [--max-sessions N] [hydra overrides ...]`
+"""`python -m loop_agents.envs.openenv serve <family> [--mode simulation|production] [--port N] [--max-sessions N]
+[hydra overrides ...]`
 
 Serves one of our environment families (bundled, babyai, textcraft, sciworld, appworld, or a plugin's) as an
-OpenEnv environment on 127.0.0.1 (server.py). Overrides are those of a run (`env.options.spare_moves=2`, ...).
-A bad family or override: one line, exit 2.
+OpenEnv environment on 127.0.0.1 with OpenEnv's own server code (server.py: its tools over MCP, the Task API, a
+rubric). Overrides are those of a run (`env.options.spare_moves=2`, ...). A bad family or override, no
+`.venv-openenv`, an OpenEnv version we do not support: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loop_agents.envs.openenv.server import serve, served_family
+from loop_agents.envs.openenv.host import MODES
+from loop_agents.envs.openenv.server import check_openenv_python, exit_code, serve, served_family
 from loop_agents.errors import ConfigError
 
 
@@ -26,15 +29,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve_cmd.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one, printed)")
     serve_cmd.add_argument("--max-sessions", type=int, default=64, help="concurrent OpenEnv sessions")
+    serve_cmd.add_argument("--mode", choices=MODES, default="simulation",
+                           help="simulation: rewards through step (training); production: tools only, no reward")  # fmt: skip
     args = parser.parse_args(argv)
 
     try:
+        check_openenv_python()
         served = served_family(args.family, args.overrides)
     except ConfigError as err:
         print(f"[openenv] {err}", file=sys.stderr)
         return 2
-    serve(served, port=args.port, max_sessions=args.max_sessions)
-    return 0
+    return exit_code(serve(served, port=args.port, max_sessions=args.max_sessions, mode=args.mode))
 
 
 if __name__ == "__main__":
