@@ -33,6 +33,7 @@ if [[ "${CI:-}" == true ]] && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/
   fi
 fi
 if [[ -f scripts/install_appworld.sh ]]; then bash scripts/install_appworld.sh; fi
+if [[ -f scripts/install_openenv.sh ]]; then bash scripts/install_openenv.sh; fi  # OpenEnv 0.10: serve <family>, its tests
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m benchmarks.render --check  # the results pages agree with benchmarks/results/<name>.json
