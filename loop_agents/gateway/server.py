@@ -29,6 +29,7 @@ from loop_agents.rollout.trajectory import FinishReason
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 32 * 2**20  # a long episode's whole history comes back with every call
 MODEL_NAME = "policy"
+SESSION = web.RequestKey("session", EpisodeSession)
 
 
 def _digest(key: str) -> str:
@@ -87,7 +88,7 @@ class GatewayServer:
         session = self._sessions.get(_digest(header[7:])) if header.startswith("Bearer ") else None
         if session is None:
             return _error(401, "no running episode has this key", "invalid_api_key")
-        request["session"] = session
+        request[SESSION] = session
         try:
             return await handler(request)
         except RequestError as err:
@@ -113,7 +114,7 @@ class GatewayServer:
         body = await self._json(request)
         if not isinstance(body, dict):
             raise RequestError(400, "the body must be a JSON object")
-        response = await chat_completion(request["session"], body)
+        response = await chat_completion(request[SESSION], body)
         if not body.get("stream"):
             return web.json_response(response)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -128,12 +129,12 @@ class GatewayServer:
         return stream
 
     async def _task(self, request: web.Request) -> web.Response:
-        return web.json_response(request["session"].task)
+        return web.json_response(request[SESSION].task)
 
     async def _tools(self, request: web.Request) -> web.Response:
-        return web.json_response({"tools": tool_schemas(request["session"])})
+        return web.json_response({"tools": tool_schemas(request[SESSION])})
 
     async def _tool_call(self, request: web.Request) -> web.Response:
         arguments = await self._json(request)
-        result = await call_tool(request["session"], request.match_info["name"], arguments)
+        result = await call_tool(request[SESSION], request.match_info["name"], arguments)
         return web.json_response(result)

@@ -1,0 +1,80 @@
+"""Agent programs the gateway tests run (each in a process of its own, as `agent.program=tests.gateway.programs:<name>`).
+
+`openai_tool_loop` is the `openai` package's tool-calling loop as its docs write it (a chat completion with
+`tools`, the assistant message appended as returned, one `tool` message per call, until a reply calls no tool);
+the others misbehave in one way each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from loop_agents.gateway.tool_functions import RemoteTool
+
+
+def openai_tool_loop(task, base_url, api_key, tools):
+    """The openai client's tool-calling loop, as in the OpenAI function-calling guide."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=api_key)
+    functions = {tool.__name__: tool for tool in tools}
+    messages = list(task["messages"])
+    while True:
+        completion = client.chat.completions.create(
+            model="policy", messages=messages, tools=[tool.schema for tool in tools]
+        )
+        message = completion.choices[0].message
+        messages.append(message)
+        if not message.tool_calls:
+            return message.content
+        for tool_call in message.tool_calls:
+            function = functions.get(tool_call.function.name)
+            arguments = json.loads(tool_call.function.arguments)
+            result = function(**arguments) if function else f"no tool {tool_call.function.name}"
+            messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": str(result)})
+
+
+def openai_streaming_loop(task, base_url, api_key, tools):
+    """One streamed call (`stream=True`), the deltas joined as the openai docs show."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=api_key)
+    stream = client.chat.completions.create(
+        model="policy", messages=task["messages"], tools=[t.schema for t in tools], stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    print(f"streamed {len(text)} characters")
+
+
+def hangs(task, base_url, api_key, tools):
+    time.sleep(3600)
+
+
+def crashes(task, base_url, api_key, tools):
+    raise RuntimeError("boom: the program's own bug")
+
+
+def calls_unknown_tool(task, base_url, api_key, tools):
+    """A tool the family does not declare (an error result, not a crash), then a real one."""
+    teleport = RemoteTool({"function": {"name": "teleport"}}, os.environ["LOOP_AGENTS_TOOLS_URL"], api_key)
+    result = teleport(to="the gem")
+    assert result.startswith("Error (unknown_tool)"), result
+    print(tools[0](container="red box"))
+
+
+def floods(task, base_url, api_key, tools):
+    """10,000 model calls, whatever the answers."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    for _ in range(10_000):
+        try:
+            client.chat.completions.create(model="policy", messages=task["messages"], max_tokens=4)
+        except Exception:
+            pass
+
+
+def never_calls_the_model(task, base_url, api_key, tools):
+    return "nothing"

@@ -1,0 +1,100 @@
+"""The gateway answers on 127.0.0.1 only and only with a running episode's key; one episode's key can neither read
+nor extend another episode's calls (real server, real HTTP, the real tiny tokenizer)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from transformers import AutoTokenizer
+
+from loop_agents.envs.bundled.env import BundledEnvironment
+from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
+from loop_agents.gateway.recorder import EpisodeRecorder
+from loop_agents.gateway.render import ConversationRenderer
+from loop_agents.gateway.server import GatewayServer
+from loop_agents.gateway.session import EpisodeSession
+from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.text_agent import TextActionAgent
+from loop_agents.rollout.trajectory import Trajectory
+from loop_agents.tools.parsers import parser_for
+from tests.gateway.test_recording import OPEN_CALL, OPENING, TOOLS, spelled
+from tests.rollout.scripted import ScriptedGenerator
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir):
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+async def _session(tokenizer, task_id: str, turns) -> EpisodeSession:
+    env = BundledEnvironment()
+    reset = await env.reset(task_id)
+    return EpisodeSession(
+        task={"task_id": task_id, "messages": OPENING},
+        recorder=EpisodeRecorder(Trajectory(task_id=task_id, group_id=task_id)),
+        generator=ScriptedGenerator(turns),
+        renderer=ConversationRenderer(tokenizer),
+        parser=parser_for("qwen2_5"),
+        env=env,
+        reset=reset,
+        agent=TextActionAgent(),
+        tools=tuple(GEM_HUNT_TOOLS),
+        cfg=EpisodeConfig(max_tokens_per_turn=120, max_turns=6, max_context_tokens=4096),
+    )
+
+
+def test_keys_isolate_episodes(tokenizer):
+    sampled_a = spelled(tokenizer, OPEN_CALL)
+
+    async def scenario():
+        server = GatewayServer()
+        root = await server.start()
+        a = await _session(tokenizer, "gemhunt_10000", [sampled_a])
+        b = await _session(tokenizer, "gemhunt_10001", [spelled(tokenizer, "my own turn")])
+        server.open(a)
+        server.open(b)
+        try:
+            async with httpx.AsyncClient(base_url=root, timeout=60) as client:
+
+                def auth(session):
+                    return {"Authorization": f"Bearer {session.key}"}
+
+                assert server._runner is not None and [a[0] for a in server._runner.addresses] == [
+                    "127.0.0.1"
+                ]
+                for path in ("/v1/models", "/task", "/tools"):
+                    assert (await client.get(path)).status_code == 401
+                    assert (
+                        await client.get(path, headers={"Authorization": "Bearer guessed"})
+                    ).status_code == 401
+                assert (await client.get("/task", headers=auth(a))).json()["task_id"] == "gemhunt_10000"
+                assert (await client.get("/task", headers=auth(b))).json()["task_id"] == "gemhunt_10001"
+                reply = await client.post(
+                    "/v1/chat/completions", headers=auth(a), json={"messages": OPENING, "tools": TOOLS}
+                )
+                message = reply.json()["choices"][0]["message"]
+                a_ids = list(a.recorder.trajectory.token_ids)
+                # B sends A's history, A's message included, with its own key: nothing of A's is spliced or touched
+                history = [*OPENING, message, {"role": "tool", "content": "x"}]
+                reply_b = await client.post(
+                    "/v1/chat/completions", headers=auth(b), json={"messages": history, "tools": TOOLS}
+                )
+                assert reply_b.status_code == 200
+                b_prompt = b.generator.prompts[0]
+                assert not any(b_prompt[i : i + len(sampled_a)] == sampled_a for i in range(len(b_prompt)))
+                assert a.recorder.trajectory.token_ids == a_ids and len(a.recorder.calls) == 1
+                # B's tool call steps B's environment, not A's
+                step = await client.post("/tools/open", headers=auth(b), json={"container": "red box"})
+                assert step.status_code == 200 and b.tool_calls == 1 and a.tool_calls == 0
+                server.close(a)  # A's episode ended: its key is revoked
+                assert (await client.get("/task", headers=auth(a))).status_code == 401
+                revoked = await client.post(
+                    "/v1/chat/completions", headers=auth(a), json={"messages": OPENING}
+                )
+                assert revoked.status_code == 401 and len(a.recorder.calls) == 1
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
