@@ -1,6 +1,7 @@
 """An OpenEnv server started here on 127.0.0.1: one of our families (`serve_family`) or any app (`app`).
 
-The process runs in its own session (its children stop with it) and dies with its parent. `start()` blocks until
+A family is served by `python -m loop_agents.envs.openenv serve` (OpenEnv's own server code in `.venv-openenv`, in
+simulation mode unless `mode="production"`). The process runs in its own session (its children stop with it) and dies with its parent. `start()` blocks until
 `GET /health` answers; the URL of a family server comes from its `[openenv] serving ... on <url>` line (it binds a
 free port itself, so no port can be taken between choosing and binding).
 """
@@ -21,9 +22,9 @@ SERVING = re.compile(r"\[openenv\] serving \S+ on (http://127\.0\.0\.1:\d+)")
 class OpenEnvServerProcess(LocalServerProcess):
     """One local OpenEnv server process; `start()` again after it died starts a new one (a new port)."""
 
-    def __init__(self, settings: OpenEnvSettings) -> None:
+    def __init__(self, settings: OpenEnvSettings, mode: str = "simulation") -> None:
         super().__init__()
-        self.settings = settings
+        self.settings, self.mode = settings, mode
         self.url: str | None = None
         self.starts = 0
 
@@ -37,7 +38,7 @@ class OpenEnvServerProcess(LocalServerProcess):
         s = self.settings
         if s.serve_family:
             cmd = [sys.executable, "-m", "loop_agents.envs.openenv", "serve", s.serve_family, "--port", "0",
-                   "--max-sessions", str(s.max_sessions), *s.serve_overrides]  # fmt: skip
+                   "--max-sessions", str(s.max_sessions), "--mode", self.mode, *s.serve_overrides]  # fmt: skip
             return cmd, None
         port = free_port()
         cmd = [sys.executable, "-m", "uvicorn", str(s.app), "--host", "127.0.0.1", "--port", str(port),
