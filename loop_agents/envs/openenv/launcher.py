@@ -37,8 +37,9 @@ class OpenEnvServerProcess(LocalServerProcess):
         """The command line, and the URL when it is known before start (an app on a port chosen here)."""
         s = self.settings
         if s.serve_family:
-            cmd = [sys.executable, "-m", "loop_agents.envs.openenv", "serve", s.serve_family, "--port", "0",
-                   "--max-sessions", str(s.max_sessions), "--mode", self.mode, *s.serve_overrides]  # fmt: skip
+            # the overrides right after the family: argparse takes no positional after the options
+            cmd = [sys.executable, "-m", "loop_agents.envs.openenv", "serve", s.serve_family, *s.serve_overrides,
+                   "--port", "0", "--max-sessions", str(s.max_sessions), "--mode", self.mode]  # fmt: skip
             return cmd, None
         port = free_port()
         cmd = [sys.executable, "-m", "uvicorn", str(s.app), "--host", "127.0.0.1", "--port", str(port),

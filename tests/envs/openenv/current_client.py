@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +35,18 @@ def current_openenv(request: dict[str, Any], timeout_s: float = 600) -> Any:
     return reply["result"]
 
 
+@contextmanager
 def started(family: str, overrides: list[str] | None = None, mode: str = "simulation", sessions: int = 64):
-    """`serve <family>` on 127.0.0.1 in `mode` (a generator for a fixture: yields the server, stops it after)."""
+    """`serve <family>` on 127.0.0.1 in `mode`, stopped at the end."""
     require_openenv_venv()
     settings = OpenEnvSettings(serve_family=family, serve_overrides=overrides or [], max_sessions=sessions,
                                start_timeout_s=300)  # fmt: skip
     server = OpenEnvServerProcess(settings, mode=mode)
     server.start()
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def as_calls(actions: list[str], tools: list[ToolSpec]) -> list[list[Any]]:

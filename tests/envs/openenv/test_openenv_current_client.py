@@ -20,12 +20,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def gem_hunt():
-    yield from started("bundled")
+    with started("bundled") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def gem_hunt_production():
-    yield from started("bundled", mode="production")
+    with started("bundled", mode="production") as server:
+        yield server
 
 
 def test_the_task_api_lists_every_split_and_its_tasks(gem_hunt):
