@@ -17,6 +17,7 @@ import asyncio
 import os
 import signal
 import socket
+import subprocess
 
 from loop_agents.child_process import die_with_parent
 from loop_agents.config.load import compose
@@ -48,12 +49,28 @@ def served_family(family: str, overrides: list[str]) -> ServedFamily:
     )
 
 
+def openenv_environment() -> dict[str, str]:
+    """The environment of a process in `.venv-openenv`: ours without secrets, this checkout on its path (it imports
+    loop_agents' standard-library-and-OpenEnv modules: mcp_app, bridge, wire, rubric, version)."""
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    return child_environment({"PYTHONPATH": path, "PYTHONUNBUFFERED": "1"})
+
+
 def check_openenv_python() -> str:
-    """The interpreter of OpenEnv's server; ConfigError (one line) when it is missing."""
+    """The interpreter of OpenEnv's server, checked before anything starts: ConfigError (one line) when it is
+    missing or its OpenEnv is not one we support (version.py, run by that interpreter)."""
     python = openenv_python()
     if not python.exists():
         raise ConfigError(f"no OpenEnv venv: {python} does not exist ({INSTALL_HINT}; or set "
                           "$LOOP_AGENTS_OPENENV_PYTHON)")  # fmt: skip
+    probe = ("from loop_agents.envs.openenv.version import installed_openenv, version_problem; "
+             "print(version_problem(installed_openenv()) or '')")  # fmt: skip
+    found = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=120,
+                           env=openenv_environment(), cwd=str(REPO_ROOT))  # fmt: skip
+    if found.returncode != 0:
+        raise ConfigError(f"{python} could not check its OpenEnv: {' '.join(found.stderr.split())[-300:]}")
+    if found.stdout.strip():
+        raise ConfigError(found.stdout.strip())
     return str(python)
 
 
@@ -70,12 +87,11 @@ async def _serve(served: ServedFamily, python: str, port: int, max_sessions: int
     await start_task_source(served.source)
     ours, theirs = socket.socketpair()
     try:
-        path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
         child = await asyncio.create_subprocess_exec(
             python, "-m", "loop_agents.envs.openenv.mcp_app", "--bridge-fd", str(theirs.fileno()),
             "--port", str(port), "--mode", mode, "--max-sessions", str(max_sessions),
             pass_fds=(theirs.fileno(),), cwd=str(REPO_ROOT), preexec_fn=die_with_parent,
-            env=child_environment({"PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}),
+            env=openenv_environment(),
         )  # fmt: skip
         theirs.close()
         loop = asyncio.get_running_loop()

@@ -17,7 +17,8 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-SUPPORTED = SpecifierSet(">=0.10,<0.11")  # the `openenv` distribution; 0.10.0 is pinned by install_openenv.sh
+SUPPORTED_RANGE = ">=0.10,<0.11"  # of the `openenv` distribution; install_openenv.sh pins 0.10.0
+SUPPORTED = SpecifierSet(SUPPORTED_RANGE)
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PYTHON = REPO_ROOT / ".venv-openenv" / "bin" / "python"
 INSTALL_HINT = "bash scripts/install_openenv.sh makes .venv-openenv with openenv 0.10.0"
@@ -42,7 +43,7 @@ def version_problem(found: tuple[str, str] | None) -> str | None:
     """One line naming the OpenEnv found and the range we support, or None when it is supported."""
     where = f"in {sys.prefix}"
     if found is None:
-        return f"no OpenEnv installed {where}; loop_agents' OpenEnv server needs openenv {SUPPORTED} ({INSTALL_HINT})"
+        return f"no OpenEnv installed {where}; loop_agents' OpenEnv server needs openenv {SUPPORTED_RANGE} ({INSTALL_HINT})"
     distribution, text = found
     try:
         supported = distribution == "openenv" and Version(text) in SUPPORTED
@@ -50,5 +51,5 @@ def version_problem(found: tuple[str, str] | None) -> str | None:
         supported = False
     if supported:
         return None
-    return (f"OpenEnv {distribution} {text} found {where}; loop_agents' OpenEnv server supports openenv {SUPPORTED} "
+    return (f"OpenEnv {distribution} {text} found {where}; loop_agents' OpenEnv server supports openenv {SUPPORTED_RANGE} "
             f"({INSTALL_HINT})")  # fmt: skip
