@@ -175,6 +175,26 @@ def check_reusable(out_dir: Path, base_dir: Path, provenance: dict) -> None:
             )
 
 
+def effective_epochs(
+    epochs: int, ready_at: float | None, max_epochs: int | None, checked: bool
+) -> tuple[float | None, int]:
+    """(ready_at, max_epochs) as a warm start runs them: a family without warm-start checks (`checked` false)
+    trains exactly `epochs`, and so does one without `ready_at`."""
+    ready_at = ready_at if checked else None
+    return ready_at, epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
+
+
+def recorded_warm_settings(out_dir: Path, settings: dict) -> dict:
+    """The provenance a finished warm model in `out_dir` must match for `settings` (build_warm_model's keyword
+    arguments), without the family's readiness check: whether it had one is in its recorded epoch checks."""
+    report = json.loads((Path(out_dir) / "warm_start.json").read_text())
+    ready_at, max_epochs = effective_epochs(
+        settings["epochs"], settings.get("ready_at"), settings.get("max_epochs"),
+        checked=bool(report.get("epoch_checks")),
+    )  # fmt: skip
+    return warm_provenance(**{**settings, "ready_at": ready_at, "max_epochs": max_epochs})
+
+
 def warm_provenance(
     epochs: int,
     lr: float,
@@ -236,8 +256,7 @@ def build_warm_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
-    ready_at = None if readiness is None else ready_at  # a family without warm-start checks: exactly `epochs`
-    max_epochs = epochs if ready_at is None or max_epochs is None else max(epochs, max_epochs)
+    ready_at, max_epochs = effective_epochs(epochs, ready_at, max_epochs, checked=readiness is not None)
     # the attention kernel and prefix sharing are recorded only when not the default: warm models built before
     # the switches existed (no such keys) stay reusable
     provenance = warm_provenance(epochs=epochs, lr=lr, seed=seed, batch_size=batch_size, ready_at=ready_at,

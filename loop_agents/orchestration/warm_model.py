@@ -12,7 +12,7 @@ from loop_agents.envs.selected import prepare_environment
 from loop_agents.orchestration import components as C
 from loop_agents.orchestration.agent_choice import demonstrations_in_agent_form
 from loop_agents.orchestration.demonstrations import demonstration_weights, demonstrations, warm_start_checks
-from loop_agents.orchestration.full_sft import build_warm_model, check_reusable, warm_provenance
+from loop_agents.orchestration.full_sft import build_warm_model, check_reusable, recorded_warm_settings
 from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
 from loop_agents.rollout.runner import chat_format
 
@@ -58,7 +58,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
             # a rerun (resume) of this run: its own finished warm model, checked as any reuse is, without building
             # and tokenizing the demonstrations again (8,000 of them took 35-55 s of every resume)
             warm = run_dir / "warm_model"
-            check_reusable(warm, Path(base), warm_provenance(**settings))
+            check_reusable(warm, Path(base), recorded_warm_settings(warm, settings))
             print(
                 f"[warm start] this run's warm model is finished: {warm} (demonstrations not rebuilt)",
                 flush=True,
