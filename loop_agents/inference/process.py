@@ -25,7 +25,7 @@ from loop_agents.inference.api_key import auth_headers
 from loop_agents.inference.errors import InferenceServerError
 from loop_agents.inference.plain_log import plain_log_environment
 from loop_agents.inference.startup_stage import log_stage
-from loop_agents.progress_lines import Heartbeat
+from loop_agents.progress_lines import Heartbeat, format_duration
 
 
 def _before_exec(cpu_affinity: list[int] | None):
@@ -96,6 +96,8 @@ class ServerProcess:
                 if self._ready_once(http, base_url, model_root, served_name) is True:
                     self._check_every_route_is_guarded(base_url)
                     record_process_tree(self.pid, self.tree_record)
+                    waited = format_duration(time.monotonic() - deadline + deadline_s)
+                    print(f"[vLLM] ready after {waited}: {base_url} serves {served_name}", flush=True)
                     return
                 last_error = self._last_probe_error
                 time.sleep(0.5)

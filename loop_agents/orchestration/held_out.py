@@ -96,12 +96,13 @@ def evaluate_held_out(cluster, cfg, run_dir: Path, final_iteration: int, best_it
         ray.get([s.load_adapter.remote(str(target.adapter), name) for s in cluster.servers])
         try:
             trajectories, collected = ray.get(
-                cluster.evaluator.collect.remote(
+                cluster.evaluator.collect_with_progress.remote(
+                    f"held-out {target.label}",
                     tasks,
                     held_out_runs(cfg),
                     max_turns,
                     name,
-                    group_prefix=f"held_out/{target.labels[0]}/",
+                    f"held_out/{target.labels[0]}/",
                 )
             )
         finally:

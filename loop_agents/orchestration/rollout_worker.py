@@ -181,22 +181,30 @@ class RolloutWorker:
         live = self._live.get(group_prefix)
         return live[0].ended if live else 0
 
+    async def collect_with_progress(
+        self, label: str, task_ids: list[str], k: int, max_turns: int, adapter: str | None, group_prefix: str
+    ) -> tuple[list[Trajectory], dict[str, float]]:
+        """`collect` with a progress line at most every 10 s ('[<label>] 60/100 episodes (60 %), ... ETA 17 s'):
+        evaluations run for minutes beside training and after it (the held-out ones)."""
+        total = len(task_ids) * k
+        ticker = Ticker(label, total, "episodes")
+        progress = asyncio.ensure_future(watch(ticker, lambda: self._ended(group_prefix)))
+        try:
+            collected = await self.collect(task_ids, k, max_turns, adapter, group_prefix=group_prefix)
+        finally:
+            progress.cancel()
+        ticker.update(total)
+        return collected
+
     async def evaluate(
         self, split: str, adapter: str | None, max_tasks: int | None, runs_per_task: int, max_turns: int
     ) -> tuple[list[Trajectory], dict[str, float]]:
         """Score an adapter on a split: success rate, reward, TGC/SGC where the env defines scenarios."""
         await self._ensure_started()
         task_ids = sorted(self.task_source.task_ids(split))[: max_tasks or None]
-        total = len(task_ids) * runs_per_task
-        ticker = Ticker(f"eval {adapter or 'base'} on {split}", total, "episodes")
-        progress = asyncio.ensure_future(watch(ticker, lambda: self._ended("eval/")))
-        try:
-            trajectories, collect_metrics = await self.collect(
-                task_ids, runs_per_task, max_turns, adapter, group_prefix="eval/"
-            )
-        finally:
-            progress.cancel()
-        ticker.update(total)
+        trajectories, collect_metrics = await self.collect_with_progress(
+            f"eval {adapter or 'base'} on {split}", task_ids, runs_per_task, max_turns, adapter, "eval/"
+        )
         difficulty = getattr(self.task_source, "difficulty", None)
         difficulties = {t: difficulty(t) for t in task_ids} if difficulty is not None else None
         metrics = rollout_metrics(trajectories, prefix="eval")

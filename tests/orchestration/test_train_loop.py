@@ -151,6 +151,7 @@ def test_train_is_killed_after_iteration_2_and_resumes_at_3(tmp_path: Path) -> N
     assert re.search(
         r"^time: warm start cached \| start-up \d+ s \| rollout .* \| total ", second_output, re.M
     )
+    assert "[vLLM] ready after " in second_output  # the end of the start-up's heartbeat lines
     starts = re.findall(r"^=== .* starting: ", (run_dir / "logs" / "vllm_0.log").read_text(), re.M)
     assert len(starts) == 3  # the first run's server, the resumed run's, and its restart after the kill
 
