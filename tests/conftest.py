@@ -18,6 +18,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ensure_run_key()
 
 
+@pytest.fixture(autouse=True)
+def _process_environment_restored():
+    """Each test leaves os.environ as it found it. Libraries write to it on import: TRL's sets
+    VLLM_LOGGING_LEVEL=ERROR, and every vLLM server and training run a later test started then logged no INFO
+    line (CI: the fault matrix found no EngineCore in the server log, the plain-log test no weight loading)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
     """A tiny Qwen2 model (Qwen2.5 chat template), built once per test session."""
