@@ -8,6 +8,11 @@ refusal because every session is taken says "capacity" (OpenEnv sends it just be
 retry, `wait_until_healthy` waits for the server with a doubling backoff, bounded. A server started here
 (`serve_family`, `app`) that died is started again by the next episode. An action the server's schema rejects
 (OpenEnv's VALIDATION_ERROR) is not a server failure: the agent reads the rejection as the step's observation.
+
+With `agent=tools` and a server whose `/mcp` lists tools, an action is one tool call (tool_calls.py), stepped as
+OpenEnv's `call_tool` action; a failed call (OpenEnv's `error`, or a result marked `is_error`) is the model's to read,
+counted in the evaluation's `details["tool_errors"]`. Splits come from OpenEnv's Task API when the server has one
+(`reset(split=, index=)`), else from `GET /tasks/<split>` or seeds (settings.py).
 """
 
 from __future__ import annotations
@@ -22,14 +27,19 @@ import httpx
 from openenv.core.generic_client import GenericEnvClient
 from websockets.exceptions import ConnectionClosed
 
-from loop_agents.envs.openenv.launcher import OpenEnvServerProcess
+from loop_agents.envs.openenv.catalogue import offers, server_url, shared_server
+from loop_agents.envs.openenv.discovery import task_id_of, task_specs
 from loop_agents.envs.openenv.settings import OpenEnvSettings
+from loop_agents.envs.openenv.tool_calls import decode_call, reply_text
 from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
 from loop_agents.errors import ConfigError
 
 
-def probe(url: str, settings: OpenEnvSettings, timeout_s: float | None = None) -> dict[str, Any]:
-    """Check that `url` is an OpenEnv server whose schema fits the settings; returns its action schema's properties.
+def probe(
+    url: str, settings: OpenEnvSettings, timeout_s: float | None = None, tool_calls: bool = False
+) -> dict[str, Any]:
+    """Check that `url` is an OpenEnv server whose schema fits the settings (with `tool_calls`, the agent calls its
+    MCP tools: no text action field is needed); returns its action schema's properties.
 
     Raises ConfigError, one line naming the URL and what was expected."""
     timeout = timeout_s or settings.connect_timeout_s
@@ -53,13 +63,23 @@ def probe(url: str, settings: OpenEnvSettings, timeout_s: float | None = None) -
     except (ValueError, KeyError, AttributeError, TypeError):
         raise ConfigError(f"OpenEnv server {url}: GET /schema is not OpenEnv's schema (expected JSON with "
                           f"'action' and 'observation' JSON schemas); got {schema.text[:200]!r}") from None  # fmt: skip
+    if tool_calls:
+        return action
     if settings.action_field not in action:
+        tools = offers(settings).tools.tools if _started_here_or(url, settings) else ()
+        hint = (f"; it offers tools over MCP ({', '.join(t['name'] for t in tools)}): agent=tools calls them"
+                if tools else "")  # fmt: skip
         raise ConfigError(f"OpenEnv server {url}: its action has no field {settings.action_field!r} "
-                          f"(env.options.action_field); its fields: {', '.join(action) or 'none'}")  # fmt: skip
+                          f"(env.options.action_field); its fields: {', '.join(action) or 'none'}{hint}")  # fmt: skip
     if settings.observation_field and settings.observation_field not in observation:
         raise ConfigError(f"OpenEnv server {url}: its observation has no field {settings.observation_field!r} "
                           f"(env.options.observation_field); its fields: {', '.join(observation)}")  # fmt: skip
     return action
+
+
+def _started_here_or(url: str, settings: OpenEnvSettings) -> bool:
+    """Whether `url` is the settings' server (its offers can be asked), not some other URL probed."""
+    return not settings.url or settings.url.rstrip("/") == url
 
 
 class ServerReply(Exception):
@@ -140,12 +160,16 @@ async def session_limit(url: str, settings: OpenEnvSettings, sessions: int) -> i
 
 
 class OpenEnvTaskSource:
-    """Task ids per split (listed by the server, or seeds) and one OpenEnv session per episode."""
+    """Task ids per split (listed by the server, or seeds) and one OpenEnv session per episode. `use_tools`: the
+    agent calls tools (`agent=tools`), so the server's MCP tools are used when it lists any."""
 
-    def __init__(self, settings: OpenEnvSettings) -> None:
+    def __init__(self, settings: OpenEnvSettings, use_tools: bool = False) -> None:
         self.settings = settings
-        self.server = OpenEnvServerProcess(settings) if not settings.url else None
+        self.server = shared_server(settings) if not settings.url else None
         self.url: str | None = settings.url.rstrip("/") if settings.url else None
+        self.use_tools = use_tools
+        self.tool_calls = False  # the episodes' actions are MCP tool calls (known once the server answered)
+        self._places: dict[str, tuple[str, int]] = {}  # Task API: task id -> (split, index)
         self.finish_supported: bool | None = None
         self.restarts = 0
         self._lock = threading.Lock()
@@ -160,13 +184,13 @@ class OpenEnvTaskSource:
             if self.server is not None and not self.server.alive():
                 if self.server.starts:
                     self.restarts += 1
-                try:
-                    self.url = self.server.start()
-                except (RuntimeError, TimeoutError) as err:
-                    raise EnvironmentFailure(str(err)) from None
+                self.url = server_url(self.settings)  # (re)started, shared with the family's tools()
                 self.finish_supported = None
+            elif self.server is not None:
+                self.url = str(self.server.url)
             if self.finish_supported is None:
-                action = probe(self.url, self.settings)
+                self.tool_calls = self.use_tools and bool(offers(self.settings).tools.tools)
+                action = probe(self.url, self.settings, tool_calls=self.tool_calls)
                 self.finish_supported = action.get(self.settings.finish_field, {}).get("type") == "boolean"
             return self.url
 
@@ -184,7 +208,14 @@ class OpenEnvTaskSource:
         if split in self._ids:
             return self._ids[split]
         s = self.settings
-        if s.tasks == "seeds":
+        api = offers(s).tasks if s.tasks != "seeds" else None
+        if api is not None and api.env_name:
+            url = self._ensure_server()
+            ids = []
+            for spec in task_specs(url, api, split, s.message_timeout_s):
+                ids.append(task_id_of(split, spec))
+                self._places[ids[-1]] = (split, int(spec["index"]))
+        elif s.tasks in ("seeds", "auto"):
             if split not in s.splits:
                 raise ConfigError(f"env.options.splits has no split {split!r}; it has {', '.join(s.splits)}")
             first, count = s.splits[split]
@@ -214,7 +245,17 @@ class OpenEnvTaskSource:
 
     def reset_kwargs(self, task_id: str) -> dict[str, Any]:
         kwargs = dict(self.settings.reset_kwargs)
-        if self.settings.tasks == "seeds":
+        api = offers(self.settings).tasks if self.settings.tasks != "seeds" else None
+        if api is not None and api.env_name:
+            for split in api.splits:  # a worker plays ids the driver listed: its own listing, once per split
+                if task_id in self._places:
+                    break
+                self.task_ids(split)
+            if task_id not in self._places:
+                raise EnvironmentFailure(f"OpenEnv server {self.url}: its Task API lists no task {task_id!r}")
+            split, index = self._places[task_id]
+            kwargs.update(split=split, index=index)
+        elif self.settings.tasks in ("seeds", "auto"):
             kwargs["seed"] = int(task_id.removeprefix("seed-"))
         else:
             kwargs["task_id"] = task_id
@@ -275,6 +316,7 @@ class OpenEnvEpisode:
         self.done = False
         self.last: dict[str, Any] = {}
         self.rejected = 0  # actions the server's schema rejected (shown to the agent)
+        self.tool_errors = 0  # tool calls the server answered with an error (shown to the agent)
 
     async def _call(self, awaitable, what: str):
         try:
@@ -301,7 +343,7 @@ class OpenEnvEpisode:
         if not isinstance(observation, dict):
             raise EnvironmentFailure(f"OpenEnv server {self.url}: the {what} answer's observation is "
                                      f"{type(observation).__name__}; expected an object")  # fmt: skip
-        field = self.settings.observation_field
+        field = self.settings.observation_field if not self.source.tool_calls else ""
         if field and not isinstance(observation.get(field), str):
             raise EnvironmentFailure(f"OpenEnv server {self.url}: the {what} observation has no text field {field!r} "
                                      f"(env.options.observation_field); its fields: {', '.join(observation)}")  # fmt: skip
@@ -312,7 +354,7 @@ class OpenEnvEpisode:
 
     def render(self, observation: dict[str, Any]) -> str:
         """The text the agent reads: the configured field, else the one string field, else the observation as JSON."""
-        if self.settings.observation_field:
+        if self.settings.observation_field and not self.source.tool_calls:
             return observation[self.settings.observation_field]
         strings = [k for k, v in observation.items() if isinstance(v, str) and k != "task_id"]
         if len(strings) == 1:
@@ -322,7 +364,7 @@ class OpenEnvEpisode:
 
     async def reset(self, task_id: str) -> ResetResult:
         await self.close()
-        self.rewards, self.done, self.rejected = [], False, 0
+        self.rewards, self.done, self.rejected, self.tool_errors = [], False, 0, 0
         s = self.settings
         self.client = OpenEnvSession(
             base_url=self.url, connect_timeout_s=s.connect_timeout_s, message_timeout_s=s.message_timeout_s
@@ -342,6 +384,8 @@ class OpenEnvEpisode:
         if self.client is None:
             raise EnvironmentFailure(f"OpenEnv server {self.url}: step before reset")
         s = self.settings
+        if self.source.tool_calls:
+            return await self._tool_step(action)
         payload = {**s.action_extra, s.action_field: s.action_template.format(action=action)}
         try:
             result = await self._call(self.client.step(payload), "step")
@@ -350,6 +394,27 @@ class OpenEnvEpisode:
             return StepResult(rejection_text(reply), False, 0.0, {"rejected": True})
         observation = self._observation(result, "step")
         return self._record(result, observation)
+
+    async def _tool_step(self, action: str) -> StepResult:
+        """One tool call (an action written by tool_calls.encode_call) as OpenEnv's `call_tool` step."""
+        call = decode_call(action)
+        if call is None:  # not from the tool-calling agent: shown, never sent
+            self.tool_errors += 1
+            return StepResult(
+                "Error (malformed_call): call one of the tools.", False, 0.0, {"tool_error": True}
+            )
+        name, arguments = call
+        payload = {"type": "call_tool", "tool_name": name, "arguments": arguments}
+        try:
+            result = await self._call(self.client.step(payload), "step")
+        except ServerReply as reply:  # the server's schema rejected the call: the agent's to read
+            self.rejected += 1
+            return StepResult(rejection_text(reply), False, 0.0, {"rejected": True})
+        observation = self._observation(result, "step")
+        text, failed = reply_text(observation)
+        self.tool_errors += failed
+        step = self._record(result, observation)
+        return StepResult(text, step.done, step.reward, {"tool_error": True} if failed else {})
 
     def _record(self, result: Any, observation: dict[str, Any]) -> StepResult:
         reward = float(result.reward) if result.reward is not None else 0.0
@@ -371,6 +436,7 @@ class OpenEnvEpisode:
             **details,
             "done": self.done,
             **({"rejected_actions": self.rejected} if self.rejected else {}),
+            **({"tool_errors": self.tool_errors} if self.source.tool_calls else {}),
         }
         return Evaluation(reward=float(score), success=bool(success), details=details)
 

@@ -1,7 +1,9 @@
 """`env=openenv`: LOOP on any OpenEnv environment server (settings.py says what maps to what).
 
 The agent is the generic text-action agent (the system prompt from the reset's `info`, else
-`env.options.system_prompt`). Demonstrations and warm-start checks are borrowed from one of our families when
+`env.options.system_prompt`); with `agent=tools` it calls the server's MCP tools (`tools/list` at `/mcp`), or, on a
+server without them, its text action as the one tool `act(action)`, which the start-up check says in one line (as it
+says that a server without OpenEnv's Task API has its splits from seeds under `tasks=auto`). Demonstrations and warm-start checks are borrowed from one of our families when
 `env.options.demonstrations_from` names one (the gem hunt served by `serve_family=bundled` is the gem hunt).
 """
 
@@ -14,13 +16,22 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from loop_agents.envs.family import EnvironmentFamily
+from loop_agents.envs.openenv.catalogue import offers
 from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe, session_limit
 from loop_agents.envs.openenv.settings import OpenEnvSettings
+from loop_agents.envs.openenv.tool_calls import tool_specs
 from loop_agents.envs.registry import family, family_names
 from loop_agents.envs.settings import env_settings, typed
 from loop_agents.errors import ConfigError
 from loop_agents.rollout.text_agent import DEFAULT_SYSTEM_PROMPT, TextActionAgent
-from loop_agents.tools.spec import generic_action_tool
+from loop_agents.tools.spec import generic_action_tool, tools_of
+
+
+def calls_tools(cfg: Any) -> bool:
+    """Whether the run's agent calls tools (`agent=tools`, or an agent program, which acts through them)."""
+    program = OmegaConf.select(cfg, "agent.program", default="") if cfg is not None else ""
+    kind = OmegaConf.select(cfg, "agent.kind", default="text") if cfg is not None else "text"
+    return bool(program) or kind == "tools"
 
 
 class OpenEnvFamily(EnvironmentFamily):
@@ -31,7 +42,7 @@ class OpenEnvFamily(EnvironmentFamily):
     def task_source(self, settings: OpenEnvSettings, cfg: Any) -> OpenEnvTaskSource:
         if not (settings.url or settings.serve_family or settings.app):
             self.check(cfg, settings)  # one line naming the three ways to give a server
-        return OpenEnvTaskSource(settings)
+        return OpenEnvTaskSource(settings, use_tools=calls_tools(cfg))
 
     def agent(self, cfg: Any) -> TextActionAgent:
 
@@ -51,8 +62,13 @@ class OpenEnvFamily(EnvironmentFamily):
             if value and (value == self.name or value not in family_names()):
                 raise ConfigError(f"env.options.{key}={value!r} is not one of our families; choose one of: "
                                   f"{', '.join(n for n in family_names() if n != self.name)}")  # fmt: skip
+        self._say_fallbacks(cfg, settings)
         if settings.url:
-            probe(settings.url.rstrip("/"), settings)
+            probe(
+                settings.url.rstrip("/"),
+                settings,
+                tool_calls=calls_tools(cfg) and bool(offers(settings).tools.tools),
+            )
         self._check_sessions(cfg, settings)
         epochs = int(OmegaConf.select(cfg, "learner.sft_epochs", default=0) or 0)
         if epochs > 0 and not settings.demonstrations_from:
@@ -63,8 +79,28 @@ class OpenEnvFamily(EnvironmentFamily):
             self._lender(settings)
 
     def tools(self, settings: OpenEnvSettings):
-        """The environment's text action (the server's `message`) as one tool, `act(action)`."""
-        return [generic_action_tool("Take one action in the environment, as text.")]
+        """The server's MCP tools (`tools/list` at `/mcp`, asked once per process); on a server without them its
+        text action as one tool, `act(action)`."""
+        listed = offers(settings).tools.tools
+        if not listed:
+            return [generic_action_tool("Take one action in the environment, as text.")]
+        lender = family(str(settings.demonstrations_from)) if settings.demonstrations_from else None
+        lent = tools_of(lender, self._lender(settings)[1]) if lender is not None else []
+        return tool_specs(listed, lent)
+
+    def _say_fallbacks(self, cfg: Any, settings: OpenEnvSettings) -> None:
+        """At start-up (once a run, in the driver): one line for each fallback the server makes the run take."""
+        if not (settings.url or settings.serve_family or settings.app):
+            return
+        found = offers(settings)
+        where = settings.url or settings.serve_family or settings.app
+        if calls_tools(cfg) and not found.tools.tools:
+            print(f"[openenv] {where}: no MCP tools ({found.tools.missing}); agent=tools acts through its text "
+                  f"action instead, the one tool act(action) (env.options.action_field={settings.action_field})",
+                  flush=True)  # fmt: skip
+        if settings.tasks == "auto" and not found.tasks.env_name:
+            print(f"[openenv] {where}: no Task API ({found.tasks.missing}); its splits are seeds instead "
+                  f"(env.options.splits: {dict(settings.splits)})", flush=True)  # fmt: skip
 
     def _check_sessions(self, cfg: Any, settings: OpenEnvSettings) -> None:
         """The server's session limit against the sessions the run opens at once: the rollouts' episodes plus the

@@ -3,7 +3,8 @@
 A family is served by `python -m loop_agents.envs.openenv serve` (OpenEnv's own server code in `.venv-openenv`, in
 simulation mode unless `mode="production"`). The process runs in its own session (its children stop with it) and dies with its parent. `start()` blocks until
 `GET /health` answers; the URL of a family server comes from its `[openenv] serving ... on <url>` line (it binds a
-free port itself, so no port can be taken between choosing and binding).
+free port itself, so no port can be taken between choosing and binding). An app runs under `app_python` (`openenv`:
+.venv-openenv's interpreter, OpenEnv 0.10).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import time
 
 from loop_agents.envs.openenv.settings import OpenEnvSettings
+from loop_agents.envs.openenv.version import openenv_python
 from loop_agents.envs.server_process import LocalServerProcess, answers_health
 from loop_agents.ports import free_port
 
@@ -42,8 +44,11 @@ class OpenEnvServerProcess(LocalServerProcess):
                    "--port", "0", "--max-sessions", str(s.max_sessions), "--mode", self.mode]  # fmt: skip
             return cmd, None
         port = free_port()
-        cmd = [sys.executable, "-m", "uvicorn", str(s.app), "--host", "127.0.0.1", "--port", str(port),
+        python = str(openenv_python()) if s.app_python == "openenv" else (s.app_python or sys.executable)
+        cmd = [python, "-m", "uvicorn", str(s.app), "--host", "127.0.0.1", "--port", str(port),
                "--log-level", "warning", "--ws-max-size", str(64 * 1024 * 1024)]  # fmt: skip
+        if s.app_dir:
+            cmd += ["--app-dir", s.app_dir]
         return cmd, f"http://127.0.0.1:{port}"
 
     def start(self) -> str:

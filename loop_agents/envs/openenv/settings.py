@@ -5,10 +5,15 @@ of our families through `python -m loop_agents.envs.openenv serve`, with `serve_
 app as `module:attribute`, run by uvicorn).
 
 Splits (`tasks`):
-    server  the server lists them: `GET <url>/tasks/<split>` (our server has it); reset(task_id=<id>)
+    server  the server lists them: OpenEnv's Task API (`/<env>/splits`, `POST /<env>/tasks`; a task's id is its
+            spec's `id`, reset(split=<split>, index=<its place>)), else `GET <url>/tasks/<split>` (reset(task_id=))
     seeds   no listing: split `s` is the seeds `splits[s] = [first, count]`, task id `seed-<n>`; reset(seed=n)
+    auto    the Task API when the server has one, else seeds (said once, at start-up)
 Every reset also carries `reset_kwargs`.
 
+Tools: with `agent=tools` and a server whose `/mcp` lists tools (`tools/list`), the agent calls those tools (their
+names, descriptions and JSON schemas), each call an OpenEnv simulation-mode step (`call_tool`, rewarded); a server
+without them falls back to the text action below as the one tool `act(action)` (said once, at start-up).
 Actions: the agent's action text `a` is sent as `{action_field: action_template.format(action=a), **action_extra}`.
 Observations: the field `observation_field` (empty: the one string field when there is exactly one, else the whole
 observation as JSON) is the text the agent reads; a dict field `info_field` of the reset observation gives task facts
@@ -25,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-TASK_MODES = ("server", "seeds")
+TASK_MODES = ("auto", "server", "seeds")
 SCORES = ("sum", "last")
 
 
@@ -37,8 +42,14 @@ class OpenEnvSettings:
     serve_family: str | None = None  # start `python -m loop_agents.envs.openenv serve <this>` on 127.0.0.1
     serve_overrides: list[str] = field(default_factory=list)  # its Hydra overrides
     app: str | None = None  # or start any OpenEnv app `module:attribute` with uvicorn on 127.0.0.1
+    # the Python that runs `app` (its uvicorn): empty for this one, `openenv` for .venv-openenv's (OpenEnv 0.10), or
+    # a path to an interpreter
+    app_python: str = ""
+    app_dir: str = (
+        ""  # a folder put first on the app's import path (uvicorn --app-dir); empty: the working folder
+    )
     max_sessions: int = 64  # concurrent sessions of a server started here
-    tasks: str = "server"  # how splits map: server | seeds (see the module docstring)
+    tasks: str = "auto"  # how splits map: auto | server | seeds (see the module docstring)
     # tasks=seeds: split name -> [first seed, count]; its task ids are `seed-<n>`
     splits: dict[str, list[int]] = field(
         default_factory=lambda: {"train": [0, 1000], "dev": [1_000_000, 100], "test": [2_000_000, 100]}
