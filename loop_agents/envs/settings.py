@@ -9,6 +9,7 @@ workers receive the same typed values.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any
 
@@ -50,11 +51,22 @@ def _one_line(exc: Exception) -> str:
     return first if first.startswith("env.options") else f"env.options: {first}"
 
 
+# typed settings by the `env` section they were built from: built once per process, then the same object
+_BUILT: dict[str, Any] = {}
+
+
 def env_settings(cfg: DictConfig) -> Any:
-    """The typed settings of the selected environment (`cfg.env`), with the family's defaults filled in."""
+    """The typed settings of the selected environment (`cfg.env`), with the family's defaults filled in; one
+    object per `env` section and process (the warm start, the task source and the agent share it: read it, never
+    change it)."""
     env = cfg.env
-    selected = family(str(env.name))
-    return typed(selected.settings_class, selected.settings_defaults(env, raw_options(env)), str(env.name))
+    key = json.dumps(OmegaConf.to_container(env, resolve=True), sort_keys=True, default=str)
+    if key not in _BUILT:
+        selected = family(str(env.name))
+        _BUILT[key] = typed(
+            selected.settings_class, selected.settings_defaults(env, raw_options(env)), str(env.name)
+        )
+    return _BUILT[key]
 
 
 def check_env_config(cfg: DictConfig) -> None:
