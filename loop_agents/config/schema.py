@@ -248,6 +248,12 @@ class AgentConfig:
     # text: the family's own agent (one text action per turn) | tools: the family's tools declared in the chat
     # template, one call per turn in the model family's format, malformed calls answered with one tool error
     kind: str = "text"
+    # an agent program of yours plays the episodes through the gateway (docs/gateway.md): `package.module:function`
+    # (called with task, base_url, api_key, tools) or a command line (run with OPENAI_BASE_URL, OPENAI_API_KEY);
+    # "" = the in-process agent. The program reaches the environment only through the family's tools
+    program: str = ""
+    # an agent program running longer than this is stopped; its episode is scored on the environment's state
+    timeout_s: float = 300.0
 
 
 @dataclass

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.envs.settings import check_env_config
 from loop_agents.errors import ConfigError
+from loop_agents.gateway.program import check_program
 
 __all__ = ["ConfigError", "validate"]
 
@@ -136,6 +137,15 @@ def validate(cfg: DictConfig) -> None:
             "every collected token must be trainable"
         )
     _validate_asynchronous(cfg)
+    _validate_agent_program(cfg)
+
+
+def _validate_agent_program(cfg: DictConfig) -> None:
+    """agent.program imports and is callable (or its command exists), before Ray or vLLM start."""
+    check_program(OmegaConf.select(cfg, "agent.program", default=""))
+    timeout = OmegaConf.select(cfg, "agent.timeout_s", default=None)
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"agent.timeout_s={timeout} is out of range; it must be > 0")
 
 
 def _validate_asynchronous(cfg: DictConfig) -> None:

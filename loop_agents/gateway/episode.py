@@ -75,6 +75,7 @@ class ProgramEpisodes:
         env: Environment,
         generator: TokenGenerator,
         agent: Any,
+        chat: Any,
         cfg: EpisodeConfig,
         *,
         task_id: str,
@@ -82,7 +83,8 @@ class ProgramEpisodes:
         sample_index: int = 0,
         evaluate: bool = True,
     ) -> Trajectory:
-        """Play `task_id` with the program; the environment is closed on return."""
+        """Play `task_id` with the program; the environment is closed on return. The signature is `run_episode`'s
+        (rollout/runner.py), so a worker plays either; `chat` is not used (the renderer holds the same tokenizer)."""
         traj = Trajectory(task_id=task_id, group_id=group_id or task_id, sample_index=sample_index)
         started = time.perf_counter()
         try:

@@ -59,13 +59,22 @@ class PackedBatch:
     num_tokens: int  # N
 
 
-def pack(token_ids: list[list[int]], masks: list[list[int]], device: torch.device) -> PackedBatch:
-    """Pack trajectories; trained tokens are mask-1 positions t >= 1 (position 0 has no prefix)."""
+def pack(
+    token_ids: list[list[int]],
+    masks: list[list[int]],
+    device: torch.device,
+    segment_starts: list[tuple[int, ...]] | None = None,
+) -> PackedBatch:
+    """Pack trajectories; trained tokens are mask-1 positions t >= 1 (position 0 has no prefix). A trajectory of
+    several segments (`segment_starts[i]`: where each later one begins) restarts its positions at each, so the
+    model runs every segment as a sequence of its own."""
     ids, positions, gather, targets, item_of, turn_of = [], [], [], [], [], []
     offset = turns = 0
     for item, (seq, mask) in enumerate(zip(token_ids, masks, strict=True)):
         ids.extend(seq)
-        positions.extend(range(len(seq)))
+        bounds = [0, *(segment_starts[item] if segment_starts else ()), len(seq)]
+        for begin, end in zip(bounds, bounds[1:], strict=False):
+            positions.extend(range(end - begin))
         previous = 0
         for t, m in enumerate(mask):
             if m:

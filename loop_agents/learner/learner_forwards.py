@@ -21,7 +21,10 @@ class LearnerForwards:
 
     def _pack(self, items: list[TrainItem], indices: list[int]) -> PackedBatch:
         return pack(
-            [items[i].token_ids for i in indices], [items[i].loss_mask for i in indices], self.ctx.device
+            [items[i].token_ids for i in indices],
+            [items[i].loss_mask for i in indices],
+            self.ctx.device,
+            [items[i].segment_starts for i in indices],
         )
 
     def _dummy_batch(self, shared: bool = False) -> PackedBatch:
@@ -57,7 +60,8 @@ class LearnerForwards:
             world_size=self.ctx.world_size,
             rank=self.ctx.rank,
             lockstep=self.fsdp and self.ctx.world_size > 1,
-            mode=self.share_mode,
+            # a trajectory of several segments cannot run its later ones on a shared prefix's cache
+            mode="off" if any(items[i].segment_starts for i in indices) else self.share_mode,
             min_tokens=self.cfg.share_prefix_min_tokens,
             budget=self.cfg.micro_token_budget,
             log_once=self._log_once,

@@ -19,6 +19,8 @@ class TrainItem:
     advantages: torch.Tensor  # [n] float32
     sample_logprobs: torch.Tensor  # [n] float32
     value_targets: torch.Tensor | None  # [n] float32 (gae only)
+    # positions where a new sequence starts besides 0 (Trajectory.segment_starts within the kept tokens)
+    segment_starts: tuple[int, ...] = ()
 
     @property
     def num_trainable(self) -> int:
@@ -74,7 +76,10 @@ def prepare_items(
             adv = torch.zeros(int(mask.sum()))
         targets = value_targets[i].float()[:n][mask] if value_targets is not None else None
         sample = torch.tensor(traj.sample_logprobs[:n], dtype=torch.float32)[mask]
-        items.append(TrainItem(list(traj.token_ids[:n]), list(traj.loss_mask[:n]), adv, sample, targets))
+        starts = tuple(s for s in traj.segment_starts if s < n)
+        items.append(
+            TrainItem(list(traj.token_ids[:n]), list(traj.loss_mask[:n]), adv, sample, targets, starts)
+        )
     stats = {
         "num_truncated": float(truncated),
         "num_dropped_overlong": float(dropped),

@@ -24,7 +24,10 @@ AGENT_KINDS = ("text", "tools")
 
 
 def agent_kind(cfg: DictConfig) -> str:
-    """`agent.kind` (text when the config has no `agent`, as runs written before it)."""
+    """`agent.kind` (text when the config has no `agent`, as runs written before it); `tools` with an agent program
+    (`agent.program`: it acts through the family's tools, so the warm start's demonstrations take that form)."""
+    if OmegaConf.select(cfg, "agent.program", default=""):
+        return "tools"
     return str(OmegaConf.select(cfg, "agent.kind", default="text"))
 
 

@@ -20,6 +20,7 @@ from loop_agents.envs.selected import (
     start_task_source,
 )
 from loop_agents.eval.episode_metrics import evaluation_metrics
+from loop_agents.gateway.configured import program_episodes
 from loop_agents.inference.client import VLLMClient
 from loop_agents.orchestration.agent_choice import make_agent
 from loop_agents.orchestration.collector import CollectionStats, collect_groups
@@ -49,6 +50,8 @@ class RolloutWorker:
         self.evaluation = evaluation
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.chat = chat_format(self.tokenizer, episode_config(self.cfg, max_turns=1))
+        # agent.program: episodes are played by the user's program through the gateway (loop_agents/gateway)
+        self.programs = program_episodes(self.cfg, self.tokenizer, episode_config(self.cfg, max_turns=1))
         self.server_urls = list(server_urls)
         self.client = VLLMClient(server_urls, request_timeout_s=self.cfg.rollout.request_timeout_s)
         self.task_source = make_task_source(self.cfg)
@@ -112,7 +115,8 @@ class RolloutWorker:
 
         async def episode(task_id: str, group_id: str, sample_index: int) -> Trajectory:
             env = await self.task_source.make_env()
-            traj = await run_episode(
+            play = run_episode if self.programs is None else self.programs.play
+            traj = await play(
                 env,
                 generator,
                 make_agent(cfg),
@@ -216,5 +220,7 @@ class RolloutWorker:
         return trajectories, metrics
 
     async def close(self) -> None:
+        if self.programs is not None:
+            await self.programs.close()
         if self._started or not hasattr(self.task_source, "start"):
             await close_task_source(self.task_source)

@@ -57,6 +57,7 @@ def test_every_misbehaving_program_is_a_counted_scored_episode(parts):
             env,
             generator,
             TextActionAgent(),
+            None,
             cfg,
             task_id=task_id,
             group_id=group_id,
@@ -117,7 +118,7 @@ def test_a_streamed_call_is_recorded_like_any_other(parts):
     async def play():
         try:
             env = await BundledTaskSource().make_env()
-            return await runner.play(env, generator, TextActionAgent(), cfg, task_id="gemhunt_10000")
+            return await runner.play(env, generator, TextActionAgent(), None, cfg, task_id="gemhunt_10000")
         finally:
             await runner.close()
 
