@@ -28,7 +28,7 @@ TOOLS_OF = {
     "textcraft": ["act"],
     "sciworld": ["act"],
     "agentgym_http": ["act"],
-    "openenv": ["act"],
+    "openenv": ["open", "answer"],  # the served gem hunt's tools, from tools/list at its /mcp
 }
 EXTRA = {
     "agentgym_http": ["env.options.url=http://127.0.0.1:9"],
@@ -89,26 +89,25 @@ def test_warm_start_demonstrations_are_tool_calls(tiny_model_dir) -> None:
     assert 0 < factors["p_code_1"] < 1 and factors["p_optimal_dev_episode"] <= factors["p_answer"] < 1
 
 
-def test_openenv_borrowed_demonstrations_become_act_calls(tiny_model_dir) -> None:
-    """env=openenv serving the gem hunt borrows its demonstrations: with agent=tools they are `act` calls, and the
-    code inside `"action": "answer 4 7"` is what the warm start weighs."""
+def test_openenv_borrowed_demonstrations_become_calls_of_the_served_tools(tiny_model_dir) -> None:
+    """env=openenv serving the gem hunt: with agent=tools the agent calls the tools its /mcp lists (open, answer),
+    the borrowed text demonstrations become calls of them (the gem hunt's own tools lend their from_action), and
+    the code inside `"code": "4 7"` is what the warm start weighs."""
     cfg = compose(
         ["experiment=demo_openenv", "agent=tools", "env.options.demonstration_options.demo_count=20"]
     )
     chat, demos = warm_start_demonstrations(cfg, tiny_model_dir)
-    assert [t["function"]["name"] for t in chat.tools] == ["act"]
+    assert [t["function"]["name"] for t in chat.tools] == ["open", "answer"]
     for traj in demos:
         assistant = [m["content"] for m in traj.messages if m["role"] == "assistant"]
-        assert all(a.startswith('<tool_call>\n{"name": "act", "arguments": {"action": "') for a in assistant)
+        assert all(a.startswith('<tool_call>\n{"name": "') for a in assistant)
     weights = selected_family(cfg).demonstration_weights(cfg, env_settings(cfg), chat, demos)
     answered = [
-        (t, w)
-        for t, w in zip(demos, weights, strict=True)
-        if '"action": "answer ' in t.messages[-1]["content"]
+        (t, w) for t, w in zip(demos, weights, strict=True) if '"name": "answer"' in t.messages[-1]["content"]
     ]
     assert answered
     for traj, row in answered:
-        code = traj.messages[-1]["content"].split('"action": "answer ')[1].split('"')[0]
+        code = traj.messages[-1]["content"].split('"code": "')[1].split('"')[0]
         assert "".join(
             chat.decode([traj.token_ids[p]]) for p, w in enumerate(row) if w == 4.0
         ) == code.replace(" ", "")

@@ -21,6 +21,7 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -30,9 +31,10 @@ from websockets.exceptions import ConnectionClosed
 from loop_agents.envs.openenv.catalogue import offers, server_url, shared_server
 from loop_agents.envs.openenv.discovery import task_id_of, task_specs
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.envs.openenv.tool_calls import decode_call, reply_text
+from loop_agents.envs.openenv.tool_calls import call_of_action, reply_text
 from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
 from loop_agents.errors import ConfigError
+from loop_agents.tools.spec import ToolSpec
 
 
 def probe(
@@ -163,8 +165,16 @@ class OpenEnvTaskSource:
     """Task ids per split (listed by the server, or seeds) and one OpenEnv session per episode. `use_tools`: the
     agent calls tools (`agent=tools`), so the server's MCP tools are used when it lists any."""
 
-    def __init__(self, settings: OpenEnvSettings, use_tools: bool = False) -> None:
+    def __init__(
+        self,
+        settings: OpenEnvSettings,
+        use_tools: bool = False,
+        tools: Callable[[], list[ToolSpec]] | None = None,
+    ) -> None:
         self.settings = settings
+        self.tools = tools or (
+            lambda: []
+        )  # the tools the agent calls (the family's tools(), asked when needed)
         self.server = shared_server(settings) if not settings.url else None
         self.url: str | None = settings.url.rstrip("/") if settings.url else None
         self.use_tools = use_tools
@@ -397,7 +407,7 @@ class OpenEnvEpisode:
 
     async def _tool_step(self, action: str) -> StepResult:
         """One tool call (an action written by tool_calls.encode_call) as OpenEnv's `call_tool` step."""
-        call = decode_call(action)
+        call = call_of_action(action, self.source.tools())
         if call is None:  # not from the tool-calling agent: shown, never sent
             self.tool_errors += 1
             return StepResult(

@@ -42,7 +42,7 @@ class OpenEnvFamily(EnvironmentFamily):
     def task_source(self, settings: OpenEnvSettings, cfg: Any) -> OpenEnvTaskSource:
         if not (settings.url or settings.serve_family or settings.app):
             self.check(cfg, settings)  # one line naming the three ways to give a server
-        return OpenEnvTaskSource(settings, use_tools=calls_tools(cfg))
+        return OpenEnvTaskSource(settings, use_tools=calls_tools(cfg), tools=lambda: self.tools(settings))
 
     def agent(self, cfg: Any) -> TextActionAgent:
 

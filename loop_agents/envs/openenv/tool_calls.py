@@ -2,7 +2,8 @@
 
 Our environments step on one text action (`Environment.step(action: str)`, loop_agents/tools/spec.py), so a tool
 call the agent made (already checked against the tool's schema by loop_agents/tools) is written as the action text
-`{"tool": <name>, "arguments": {...}}` (`encode_call`); the OpenEnv episode reads it back (`decode_call`) and sends
+`{"tool": <name>, "arguments": {...}}` (`encode_call`; a tool lent by a family of ours keeps that family's text
+action); the OpenEnv episode reads it back (`call_of_action`) and sends
 OpenEnv's simulation-mode step `{"type": "call_tool", "tool_name": ..., "arguments": ...}`, whose reply carries the
 reward. `reply_text` is what the model reads of the reply: the tool's text content, or `Error (<kind>): <message>`.
 """
@@ -13,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from loop_agents.tools.demonstrations import call_for_action
 from loop_agents.tools.spec import ToolSpec
 
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
@@ -40,23 +42,38 @@ def decode_call(action: str) -> tuple[str, dict[str, Any]] | None:
 
 def tool_specs(listed: Sequence[dict[str, Any]], lender_tools: Sequence[ToolSpec] = ()) -> list[ToolSpec]:
     """One ToolSpec per listed MCP tool (its name, description and `inputSchema`). A tool of the same name among
-    `lender_tools` (the family `env.options.demonstrations_from` names) lends its `from_action`, so that family's
-    text demonstrations become calls of the served tools in the warm start."""
-    lent = {tool.name: tool.from_action for tool in lender_tools}
+    `lender_tools` (the family `env.options.demonstrations_from` names) lends its `to_action` and `from_action`, so
+    that family's text demonstrations become calls of the served tools in the warm start (tools/demonstrations.py
+    needs the round trip action -> arguments -> action); the episode reads such an action back as the call
+    (`call_of_action`)."""
+    lent = {tool.name: tool for tool in lender_tools if tool.from_action is not None}
     specs = []
     for tool in listed:
         name = str(tool["name"])
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else EMPTY_SCHEMA
+        lender = lent.get(name)
         specs.append(
             ToolSpec(
                 name=name,
                 description=str(tool.get("description") or ""),
                 parameters=schema or EMPTY_SCHEMA,
-                to_action=lambda arguments, name=name: encode_call(name, arguments),
-                from_action=lent.get(name),
+                to_action=lender.to_action
+                if lender
+                else (lambda arguments, name=name: encode_call(name, arguments)),
+                from_action=lender.from_action if lender else None,
             )
         )
     return specs
+
+
+def call_of_action(action: str, tools: Sequence[ToolSpec]) -> tuple[str, dict[str, Any]] | None:
+    """(tool, arguments) of an action: one written by `encode_call`, or the text action of a lent tool (the
+    first whose `from_action` takes it and whose `to_action` gives it back); None when it is neither."""
+    call = decode_call(action)
+    if call is not None:
+        return call
+    found = call_for_action(action, tools)
+    return (found.name, found.arguments) if found is not None else None
 
 
 def reply_text(observation: dict[str, Any]) -> tuple[str, bool]:
