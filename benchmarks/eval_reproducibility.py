@@ -1,6 +1,7 @@
 """Does an evaluation inside training score an adapter as the standalone evaluation does?
 
     python -m benchmarks.eval_reproducibility [--iterations 6] [--seed 0] [--runs-dir runs/eval_repro]
+        [--train-reruns 1] [--standalone-reruns 1] [--name eval_reproducibility] [overrides ...]
 
 One demo run (`experiment=demo`, its evaluation every `eval.every_n_iterations` on `eval.max_tasks` dev tasks ×
 `eval.runs_per_task`, beside the run's rollouts on the same vLLM server with the training adapter loaded), then
@@ -13,6 +14,7 @@ in-run requests were unseeded. Writes `benchmarks/results/eval_reproducibility.j
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -67,30 +69,74 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "eval_repro")
     parser.add_argument(
+        "--train-reruns", type=int, default=1, help="identical training runs (in-run evaluations)"
+    )
+    parser.add_argument(
+        "--standalone-reruns", type=int, default=1, help="standalone evaluations of each checkpoint"
+    )
+    parser.add_argument("--name", default="eval_reproducibility", help="the results file's name")
+    # a training run with a summary.json and a standalone evaluation with its output are reused, not rerun
+    parser.add_argument(
         "overrides", nargs="*", help="more Hydra overrides of the run (e.g. learner.sft_epochs=0)"
     )
     args = parser.parse_args()
-    run_dir = args.runs_dir / f"s{args.seed}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    train_s = _run([sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}",
-                    f"run.seed={args.seed}", f"run.iterations={args.iterations}", "run.keep_checkpoints=100",
-                    "eval.held_out_tasks=0", "logging.plots=false", *args.overrides], run_dir.parent / f"s{args.seed}_train.log")  # fmt: skip
-    evaluated = sorted(int(p.stem.split("_")[1]) for p in (run_dir / "eval" / "dev").glob("iter_*.jsonl"))
+    runs, train_s = [], []
+    for rerun in range(args.train_reruns):
+        run_dir = args.runs_dir / f"s{args.seed}" / f"train_{rerun}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if (run_dir / "summary.json").exists():  # finished by an earlier invocation: reused, not rerun
+            runs.append(run_dir)
+            continue
+        train_s.append(_run([sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}",
+                             f"run.seed={args.seed}", f"run.iterations={args.iterations}", "run.keep_checkpoints=100",
+                             "eval.held_out_tasks=0", "logging.plots=false", *args.overrides],
+                            run_dir.parent / f"train_{rerun}.log"))  # fmt: skip
+        runs.append(run_dir)
+    evaluated = sorted(int(p.stem.split("_")[1]) for p in (runs[0] / "eval" / "dev").glob("iter_*.jsonl"))
     rows = []
     for iteration in evaluated:
         if iteration == 0:
             continue  # the start policy: no checkpoint of its own
-        out = run_dir.parent / f"s{args.seed}_standalone_{iteration}"
-        seconds = _run([sys.executable, "scripts/evaluate.py", f"checkpoint={run_dir}/checkpoints/checkpoint-{iteration}",
-                        "split=dev", "max_tasks=100", "runs=4", f"out={out}"], out.with_suffix(".log"))  # fmt: skip
-        row = {"iteration": iteration, "standalone_s": seconds,
-               **compare(in_run_episodes(run_dir, iteration), standalone_episodes(out))}  # fmt: skip
+        checkpoint = runs[0] / "checkpoints" / f"checkpoint-{iteration}"
+        standalone, seconds = [], []
+        for rerun in range(args.standalone_reruns):
+            out = runs[0].parent / f"standalone_{iteration}_{rerun}"
+            if out.with_suffix(".log").exists() and out.exists():  # finished earlier: reused
+                standalone.append(standalone_episodes(out))
+                continue
+            seconds.append(_run([sys.executable, "scripts/evaluate.py", f"checkpoint={checkpoint}", "split=dev",
+                                 "max_tasks=100", "runs=4", f"out={out}"], out.with_suffix(".log")))  # fmt: skip
+            standalone.append(standalone_episodes(out))
+        row = {
+            "iteration": iteration,
+            "standalone_s": seconds,
+            # every in-run evaluation (one per training rerun) and every standalone rerun, against standalone 0
+            "in_run": [compare(in_run_episodes(run, iteration), standalone[0]) for run in runs],
+            "standalone": [compare(other, standalone[0]) for other in standalone[1:]],
+            # how much the adapter changes: episodes equal to the start policy's (iteration 0, no adapter) on the
+            # same seeds; far below all means a wrong or missing adapter could not pass for the right one
+            "same_tokens_as_start_policy": compare(
+                in_run_episodes(runs[0], iteration), in_run_episodes(runs[0], 0)
+            )["same_tokens"],
+            "adapters_identical": len(
+                {_sha256(run / "checkpoints" / f"checkpoint-{iteration}") for run in runs}
+            )
+            == 1,
+        }
         print(f"[eval_reproducibility] {row}", flush=True)
         rows.append(row)
-    write_analysis("eval_reproducibility", {
-        "what": __doc__.split("\n\n")[0], "run_dir": portable_path(run_dir), "seed": args.seed,
+    write_analysis(args.name, {
+        "what": __doc__.split("\n\n")[0], "run_dirs": [portable_path(r) for r in runs], "seed": args.seed,
         "iterations": args.iterations, "overrides": args.overrides, "train_s": train_s, "checkpoints": rows,
     })  # fmt: skip
+
+
+def _sha256(checkpoint: Path) -> str:
+    """The adapter's weights' digest (the training reruns are deterministic only if these agree)."""
+    digest = hashlib.sha256()
+    for path in sorted(checkpoint.rglob("*.safetensors")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 if __name__ == "__main__":
