@@ -36,7 +36,12 @@ from loop_agents.orchestration.resume import agreed_checkpoint, restore_metrics
 from loop_agents.orchestration.run_eta import RunEta
 from loop_agents.orchestration.run_log import RunLog
 from loop_agents.orchestration.run_report import PhaseClock, best_record, finish, print_block, print_eval_line
-from loop_agents.orchestration.staleness import DEPRECATED_ASYNC, drop_stale_groups, max_staleness
+from loop_agents.orchestration.staleness import (
+    DEPRECATED_ASYNC,
+    drop_stale_groups,
+    max_staleness,
+    resampled_in_flight,
+)
 from loop_agents.orchestration.task_sampler import SamplerState, TaskSampler
 from loop_agents.orchestration.turn_schedule import make_turn_schedule
 from loop_agents.orchestration.warm_model import (
@@ -188,6 +193,7 @@ class Driver:
         if cfg.rollout.async_one_step_off:
             print(DEPRECATED_ASYNC, flush=True)
         pending: dict[int, tuple] = {}  # iteration -> its collection in flight (at most bound + 1 of them)
+        resumed = resampled_in_flight(self.start_iteration, bound, int(cfg.run.iterations), self.checkpoint)
         for iteration in range(self.start_iteration + 1, cfg.run.iterations + 1):
             t_iter = time.perf_counter()
             self.clock.mark_first_rollout()
@@ -227,6 +233,7 @@ class Driver:
                 **adv_metrics,
                 **learn_metrics,
                 **cluster.restart_metrics(),
+                **(resumed if iteration == self.start_iteration + 1 else {}),
                 "tasks": len(tasks),
                 "turn_budget": self.schedule.budget(iteration),
                 "time/rollout": t_rollout,

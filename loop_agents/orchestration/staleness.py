@@ -69,3 +69,21 @@ def drop_stale_groups(
     if stalest:
         metrics["async/staleness_max"] = float(max(stalest))
     return kept, metrics
+
+
+def resampled_in_flight(start_iteration: int, bound: int, iterations: int, checkpoint) -> dict[str, float]:
+    """A resumed asynchronous run: the collections that were in flight when the run stopped (iterations
+    start+1 .. start+k, submitted before checkpoint `start` was saved) are sampled again, from the checkpoint's
+    adapter and with the tasks the checkpoint's sampler state draws, so no group is lost or trained twice.
+    Says so once and returns the count for the first row after the resume ({} when nothing was in flight)."""
+    in_flight = min(bound, iterations - start_iteration) if checkpoint is not None else 0
+    if in_flight <= 0:
+        return {}
+    last = start_iteration + in_flight
+    span = f"{start_iteration + 1}" if in_flight == 1 else f"{start_iteration + 1}-{last}"
+    print(
+        f"[resume] asynchronous (max_staleness={bound}): the collection(s) of iteration(s) {span} were in flight "
+        f"when the run stopped; sampling them again from checkpoint-{start_iteration} (same tasks), none kept",
+        flush=True,
+    )
+    return {"resume/resampled_iterations": float(in_flight)}

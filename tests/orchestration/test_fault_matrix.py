@@ -27,8 +27,11 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from omegaconf import OmegaConf
 
+from loop_agents.envs.bundled.tasks import task_ids as bundled_task_ids
 from loop_agents.inference.api_key import auth_headers
+from loop_agents.orchestration.task_sampler import TaskSampler
 from tests.vllm_metrics import requests_running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +39,7 @@ TASKS, K = 2, 4  # 8 episodes: sampling long enough (~1 s) for the in-flight kil
 pytestmark = pytest.mark.slow
 
 
-def _command(run_dir: Path, iterations: int) -> list[str]:
+def _command(run_dir: Path, iterations: int, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}",
         f"run.iterations={iterations}", f"algorithm.tasks_per_iteration={TASKS}",
@@ -44,7 +47,7 @@ def _command(run_dir: Path, iterations: int) -> list[str]:
         "learner.sft_until_p_optimal=null", "env.options.demo_count=16", "llm.max_new_tokens=16",
         "env.turn_schedule.max_turns=3", "eval.max_tasks=3", "eval.every_n_iterations=2", "eval.held_out_tasks=2",
         "logging.wandb_mode=disabled", "logging.plots=false", "logging.progress=false",
-        "learner.stress_test=false",
+        "learner.stress_test=false", *extra,
     ]  # fmt: skip
 
 
@@ -174,7 +177,9 @@ def _wait_for(condition, run: subprocess.Popen, log: Path, what: str, timeout_s:
 IN_FLIGHT_VICTIMS = ("rollout_worker", "inference_0", "vllm_api_server", "vllm_engine_core")
 
 
-def _run_with_kills(tmp_path: Path, iterations: int, victims: list[str]) -> tuple[Path, str, dict, dict]:
+def _run_with_kills(
+    tmp_path: Path, iterations: int, victims: list[str], extra: tuple[str, ...] = ()
+) -> tuple[Path, str, dict, dict]:
     """Run the command and `kill -9` victims[0] in iteration 2, victims[1] in the next, and so on (see the module
     docstring for when in the iteration). A victim whose iteration ends before its kill could land (an in-flight
     kill whose sampling the probe missed: a turn of 8 requests can last under 0.1 s on a fast machine) moves to
@@ -185,7 +190,7 @@ def _run_with_kills(tmp_path: Path, iterations: int, victims: list[str]) -> tupl
     sampling = _SamplingProbe(run_dir)
     with log.open("w") as out:
         run = subprocess.Popen(
-            _command(run_dir, iterations), cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT
+            _command(run_dir, iterations, *extra), cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT
         )
         try:
             iteration = 2
@@ -270,17 +275,39 @@ def test_faults_recovered_inside_the_training_process_finish_every_iteration(tmp
 
 
 @pytest.mark.timeout(1800)
-def test_faults_of_the_process_and_the_ray_head_finish_every_iteration(tmp_path: Path) -> None:
-    """From iteration 2 on: the Ray raylet; the Ray GCS (running actors may work on without the head, or the
-    training process dies with it and the supervisor resumes it); the training process itself, which the
-    supervisor resumes from the checkpoint of the iteration before."""
-    run_dir, output, killed_in, _ = _run_with_kills(tmp_path, 5, ["ray_raylet", "ray_gcs", "learner"])
-    _assert_every_iteration_once(run_dir, 5)
+def test_faults_of_the_process_and_the_ray_head_finish_every_asynchronous_iteration(tmp_path: Path) -> None:
+    """Asynchronous (algorithm.max_staleness=2: up to two collections in flight beside learning), from iteration 2
+    on: the vLLM api_server mid-stream (its watchdog restarts it, the episodes are retried: nothing lost); the Ray
+    raylet; the Ray GCS (running actors may work on without the head, or the training process dies with it and
+    the supervisor resumes it); the training process itself, which the supervisor resumes from the checkpoint of
+    the iteration before: the collections in flight at the kill are sampled again (same tasks, counted), none is
+    lost or trained twice. The synchronous loop's resume after a kill: test_train_loop."""
+    iterations = 6
+    victims = ["vllm_api_server", "ray_raylet", "ray_gcs", "learner"]
+    run_dir, output, killed_in, _ = _run_with_kills(
+        tmp_path, iterations, victims, extra=("algorithm.max_staleness=2",)
+    )
+    rows = _assert_every_iteration_once(run_dir, iterations)
     learner = next(iteration for iteration, victim in killed_in.items() if victim == "learner")
     assert (
         f"[supervisor] training process killed by SIGKILL; resuming from checkpoint-{learner - 1} "
         f"(iteration {learner})" in output
     )
+    in_flight = min(2, iterations - (learner - 1))
+    assert f"were in flight when the run stopped; sampling them again from checkpoint-{learner - 1}" in output
+    resumed = {r["iteration"]: r.get("resume/resampled_iterations") for r in rows}
+    assert resumed == {i: (float(in_flight) if i == learner else None) for i in range(1, iterations + 1)}
+    replay = _task_draws(run_dir, iterations)
+    for iteration in range(1, iterations + 1):  # the tasks an uninterrupted run draws, each iteration
+        lines = (run_dir / "rollouts" / f"iter_{iteration:06d}.jsonl").read_text().splitlines()
+        assert {t["task_id"] for t in map(json.loads, lines)} == set(replay[iteration - 1])
+
+
+def _task_draws(run_dir: Path, iterations: int) -> list[list[str]]:
+    """The tasks of each iteration as the run's seeded sampler draws them without any interruption."""
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    sampler = TaskSampler(bundled_task_ids(str(cfg.env.train_split)), int(cfg.run.seed))
+    return [sampler.sample(int(cfg.algorithm.tasks_per_iteration)) for _ in range(iterations)]
 
 
 def test_learner_rank_killed_under_torchrun_max_restarts_resumes(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from loop_agents.orchestration.staleness import drop_stale_groups, max_staleness
+from loop_agents.orchestration.staleness import drop_stale_groups, max_staleness, resampled_in_flight
 from loop_agents.rollout.trajectory import Trajectory, Turn
 
 
@@ -57,3 +57,15 @@ def test_deprecated_one_step_off_is_staleness_one() -> None:
     cfg.rollout.async_one_step_off = False
     cfg.algorithm.max_staleness = 0
     assert max_staleness(cfg) == 0
+
+
+def test_a_resumed_asynchronous_run_counts_the_collections_it_samples_again(capsys) -> None:
+    """Resumed from checkpoint-2 with max_staleness=2 of 6 iterations: iterations 3 and 4 were in flight."""
+    assert resampled_in_flight(2, 2, 6, "checkpoint-2") == {"resume/resampled_iterations": 2.0}
+    assert "iteration(s) 3-4 were in flight when the run stopped" in capsys.readouterr().out
+    assert resampled_in_flight(5, 2, 6, "checkpoint-5") == {
+        "resume/resampled_iterations": 1.0
+    }  # only 6 is left
+    assert resampled_in_flight(2, 0, 6, "checkpoint-2") == {}  # synchronous: nothing ran ahead
+    assert resampled_in_flight(0, 2, 6, None) == {}  # a fresh run
+    assert capsys.readouterr().out.count("[resume]") == 1
