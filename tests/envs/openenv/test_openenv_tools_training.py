@@ -191,3 +191,60 @@ def test_a_server_without_mcp_or_task_api_falls_back_and_says_so_once(tmp_path):
     episodes = load_trajectories(run_dir / "rollouts" / "iter_000001.jsonl")
     assert len(episodes) == 8 and all(t.task_id.startswith("seed-") for t in episodes)
     assert all(t.messages[1]["content"] == "Guess my number from 0 to 9." for t in episodes)
+
+
+EXAMPLES = (
+    ROOT / "tests" / "envs" / "openenv" / "openenv_examples"
+)  # OpenEnv's echo_env, unmodified (UPSTREAM.md)
+
+
+@pytest.fixture(scope="module")
+def echo_server():
+    settings = OpenEnvSettings(
+        start_timeout_s=240, app="envs.echo_env.server.app:app", app_python="openenv", app_dir=str(EXAMPLES)
+    )
+    server = OpenEnvServerProcess(settings)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.timeout(600)
+def test_loop_trains_on_openenv_echo_env_unmodified(echo_server, tmp_path):
+    settings = OpenEnvSettings(url=echo_server.url)
+    tools = FAMILY.tools(settings)
+    assert [tool.name for tool in tools] == ["echo_message", "echo_with_length"]
+    source = OpenEnvTaskSource(settings, use_tools=True, tools=lambda: tools)
+    source.check()
+    assert source.tool_calls and source.task_ids("dev")[:2] == ["seed-1000000", "seed-1000001"]  # no Task API
+
+    async def echo():
+        env = await source.make_env()
+        await env.reset("seed-0")
+        steps = [await env.step(tools[0].to_action({"message": "hello"})),
+                 await env.step(tools[1].to_action({"message": "abc"}))]  # fmt: skip
+        evaluation = await env.evaluate()
+        await env.close()
+        return steps, evaluation
+
+    steps, evaluation = asyncio.run(echo())
+    assert steps[0].observation == "hello" and json.loads(steps[1].observation) == {
+        "message": "abc",
+        "length": 3,
+    }
+    assert (evaluation.reward, evaluation.details["done"], evaluation.details["tool_errors"]) == (
+        0.0,
+        False,
+        0,
+    )
+
+    run_dir = tmp_path / "run"
+    output = train(run_dir, "env.options.app=envs.echo_env.server.app:app", "env.options.app_python=openenv",
+                   f"env.options.app_dir={EXAMPLES}", "eval.enabled=false")  # fmt: skip
+    assert "no MCP tools" not in output and output.count("no Task API") == 1
+    assert [row["iteration"] for row in training_rows(run_dir)] == [1, 2, 3]
+    tokenizer = AutoTokenizer.from_pretrained(run_dir / "tiny_model")
+    episodes = load_trajectories(run_dir / "rollouts" / "iter_000001.jsonl")
+    assert len(episodes) == 8 and all(t.task_id.startswith("seed-") for t in episodes)
+    opening = tokenizer.decode(episodes[0].token_ids[: episodes[0].turns[0].gen_start])
+    assert '"name": "echo_message"' in opening and '"name": "echo_with_length"' in opening
