@@ -118,7 +118,13 @@ async def chat_completion(session: EpisodeSession, body: dict[str, Any]) -> dict
         if temperature is not None and temperature != session.cfg.temperature:
             session.count("gateway_overrides", "temperature")
         recorder, cfg = session.recorder, session.cfg
-        prompt_ids = session.renderer.prompt_ids(messages, tools, recorder.splices(messages))
+        splices = recorder.splices(messages)
+        sent_back = sum(m["role"] == "assistant" for m in messages)
+        if sent_back:  # the model's own messages as their recorded ids; others (the program's text) as text
+            counts = recorder.trajectory.metadata.setdefault("assistant_messages", {})
+            counts["spliced"] = counts.get("spliced", 0) + len(splices)
+            counts["as_text"] = counts.get("as_text", 0) + sent_back - len(splices)
+        prompt_ids = session.renderer.prompt_ids(messages, tools, splices)
         _, added = recorder.new_context(prompt_ids)
         close_reserve = 1 + len(session.renderer.chat.after_turn_end_ids)
         room = cfg.max_context_tokens - recorder.trajectory.num_tokens - added - close_reserve

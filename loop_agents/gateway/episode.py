@@ -115,7 +115,12 @@ class ProgramEpisodes:
             return
         messages = agent.initial_messages(reset)
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        task = {"task_id": traj.task_id, "messages": messages, "prompt": prompt}
+        task = {
+            "task_id": traj.task_id,
+            "sample_index": traj.sample_index,
+            "messages": messages,
+            "prompt": prompt,
+        }
         traj.messages = [dict(m) for m in messages]
         session = EpisodeSession(
             task,

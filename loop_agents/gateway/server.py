@@ -2,7 +2,7 @@
 
     GET  /v1/models              the one model the gateway serves ("policy"; any `model` a request names is it)
     POST /v1/chat/completions    completions.py (with `stream: true`: server-sent events, then `data: [DONE]`)
-    GET  /task                   the episode's task (task_id, messages, prompt)
+    GET  /task                   the episode's task (task_id, sample_index, messages, prompt)
     GET  /tools                  the episode's tools, OpenAI function schemas
     POST /tools/{name}           one tool call; the body is the arguments object (tool_calls.py)
 

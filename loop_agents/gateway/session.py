@@ -27,7 +27,7 @@ from loop_agents.tools.spec import ToolSpec
 class EpisodeSession:
     """The gateway's view of one running episode."""
 
-    task: dict[str, Any]  # what the program is given: task_id, messages, prompt
+    task: dict[str, Any]  # what the program is given: task_id, sample_index, messages, prompt
     recorder: EpisodeRecorder
     generator: TokenGenerator
     renderer: ConversationRenderer

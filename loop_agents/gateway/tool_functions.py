@@ -49,5 +49,5 @@ def remote_tools(tools_url: str, key: str) -> list[RemoteTool]:
 
 
 def fetch_task(root_url: str, key: str) -> dict[str, Any]:
-    """The episode's task (`GET /task`): task_id, messages, prompt."""
+    """The episode's task (`GET /task`): task_id, sample_index (which of the task's K rollouts), messages, prompt."""
     return _request(f"{root_url}/task", key)

@@ -36,6 +36,34 @@ def openai_tool_loop(task, base_url, api_key, tools):
             messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": str(result)})
 
 
+def openai_conversation(task, base_url, api_key, tools, window=None):
+    """The openai docs' conversation state, managed by hand: each reply appended to the history with the next user
+    message, the whole history sent again. `window`: keep only the first message and the last `window` (as
+    programs that trim their history do; the gateway then opens a new segment)."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=api_key)
+    history = list(task["messages"])
+    for follow_up in ("Go on.", "And then?", None):
+        sent = history if window is None else [history[0], *history[-window:]]
+        response = client.chat.completions.create(model="policy", messages=sent)
+        if follow_up is None:
+            return response.choices[0].message.content
+        history.append(response.choices[0].message)
+        history.append({"role": "user", "content": follow_up})
+
+
+def docs_examples(task, base_url, api_key, tools):
+    """The K rollouts of a task split over three programs written from the openai docs, by sample index: the tool
+    loop (0 and 3), the conversation (1), the conversation with a trimmed history (2). A barely trained model
+    seldom writes a call the tool loop can run, so its episodes are one call; the conversations send the model's
+    messages back on every call, and the trimmed one rewrites its history."""
+    index = task["sample_index"] % 4
+    if index in (0, 3):
+        return openai_tool_loop(task, base_url, api_key, tools)
+    return openai_conversation(task, base_url, api_key, tools, window=None if index == 1 else 2)
+
+
 def openai_streaming_loop(task, base_url, api_key, tools):
     """One streamed call (`stream=True`), the deltas joined as the openai docs show."""
     from openai import OpenAI

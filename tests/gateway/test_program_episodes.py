@@ -6,7 +6,9 @@ and loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from transformers import AutoTokenizer
@@ -127,3 +129,34 @@ def test_a_streamed_call_is_recorded_like_any_other(parts):
     assert (
         len(traj.turns) == 1 and traj.num_generated_tokens == traj.turns[0].gen_end - traj.turns[0].gen_start
     )
+
+
+def test_a_command_program_plays_from_its_environment(parts):
+    """`agent.program` as a command line: the openai tool loop that knows only OPENAI_BASE_URL, OPENAI_API_KEY and
+    LOOP_AGENTS_TOOLS_URL (tests/gateway/openai_command.py) plays a recorded, scored episode."""
+    renderer, generator = parts
+    cfg = EpisodeConfig(max_tokens_per_turn=12, max_turns=4, max_context_tokens=2048, seed=0)
+    script = Path(__file__).with_name("openai_command.py")
+    runner = ProgramEpisodes(
+        program=parse_program(f"{sys.executable} {script}"),
+        renderer=renderer,
+        parser=parser_for("qwen2_5"),
+        tools=tuple(GEM_HUNT_TOOLS),
+        timeout_s=60,
+    )
+    assert runner.program.kind == "command"
+
+    async def play():
+        try:
+            env = await BundledTaskSource().make_env()
+            return await runner.play(env, generator, TextActionAgent(), None, cfg, task_id="gemhunt_10000")
+        finally:
+            await runner.close()
+
+    traj = asyncio.run(play())
+    assert traj.finish_reason in (FinishReason.DONE, FinishReason.TURN_BUDGET), traj.metadata
+    assert traj.metadata["program"]["exit_code"] == 0 and traj.metadata["program"]["model_calls"] == len(
+        traj.turns
+    )
+    assert traj.num_generated_tokens > 0 and traj.timings.get("evaluate_s") is not None
+    assert sum(traj.loss_mask) == sum(t.gen_end - t.gen_start for t in traj.turns)

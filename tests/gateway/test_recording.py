@@ -96,6 +96,7 @@ def test_tool_call_reply_and_spliced_history(tokenizer):
     )  # sampled ids, as is
     traj = session.recorder.trajectory
     assert traj.segment_starts == [] and traj.token_ids == prompt + second
+    assert traj.metadata["assistant_messages"] == {"spliced": 1, "as_text": 0}
     assert traj.loss_mask == [0] * len(generator.prompts[0]) + [1] * len(first) + [0] * (
         len(prompt) - len(generator.prompts[0]) - len(first)
     ) + [1] * len(second)
@@ -153,6 +154,7 @@ def test_the_programs_own_assistant_text_is_rendered_as_context(tokenizer):
     call(session, own)
     expected = tokenizer.apply_chat_template(own, tools=TOOLS, add_generation_prompt=True, tokenize=False)
     assert generator.prompts[0] == tokenizer(expected, add_special_tokens=False)["input_ids"]
+    assert session.recorder.trajectory.metadata["assistant_messages"] == {"spliced": 0, "as_text": 1}
 
 
 def test_a_turn_cut_by_max_tokens_keeps_the_end_token_as_context(tokenizer):
