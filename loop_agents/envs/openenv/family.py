@@ -62,14 +62,6 @@ class OpenEnvFamily(EnvironmentFamily):
             if value and (value == self.name or value not in family_names()):
                 raise ConfigError(f"env.options.{key}={value!r} is not one of our families; choose one of: "
                                   f"{', '.join(n for n in family_names() if n != self.name)}")  # fmt: skip
-        self._say_fallbacks(cfg, settings)
-        if settings.url:
-            probe(
-                settings.url.rstrip("/"),
-                settings,
-                tool_calls=calls_tools(cfg) and bool(offers(settings).tools.tools),
-            )
-        self._check_sessions(cfg, settings)
         epochs = int(OmegaConf.select(cfg, "learner.sft_epochs", default=0) or 0)
         if epochs > 0 and not settings.demonstrations_from:
             raise ConfigError(f"learner.sft_epochs={epochs} needs warm-start demonstrations: env=openenv "
@@ -77,6 +69,15 @@ class OpenEnvFamily(EnvironmentFamily):
                               "with serve_family=bundled); else set learner.sft_epochs=0")  # fmt: skip
         if settings.demonstrations_from:
             self._lender(settings)
+        if (
+            settings.url
+        ):  # answers, and is OpenEnv (one line each), before its MCP tools and Task API are asked
+            probe(settings.url.rstrip("/"), settings, tool_calls=True)
+        self._say_fallbacks(cfg, settings)
+        if settings.url:
+            tool_calls = calls_tools(cfg) and bool(offers(settings).tools.tools)
+            probe(settings.url.rstrip("/"), settings, tool_calls=tool_calls)
+        self._check_sessions(cfg, settings)
 
     def tools(self, settings: OpenEnvSettings):
         """The server's MCP tools (`tools/list` at `/mcp`, asked once per process); on a server without them its
