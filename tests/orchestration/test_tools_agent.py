@@ -12,6 +12,7 @@ from loop_agents.envs.bundled.demonstrations import heldout_clean_demonstrations
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id
 from loop_agents.envs.bundled.warm_checks import code_token_weights
 from loop_agents.envs.bundled.warm_start_quality import code_token_positions, episode_probabilities
+from loop_agents.envs.openenv.catalogue import stop_shared_servers
 from loop_agents.envs.selected import selected_family
 from loop_agents.envs.settings import env_settings
 from loop_agents.orchestration.agent_choice import make_agent
@@ -20,6 +21,14 @@ from loop_agents.orchestration.warm_model import warm_start_demonstrations
 from loop_agents.rollout.demonstration import demonstration_trajectory
 from loop_agents.rollout.text_agent import TextActionAgent
 from loop_agents.rollout.tool_agent import ToolCallingAgent
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_openenv_servers():
+    """env=openenv with agent=tools starts the served gem hunt to ask its /mcp for tools: stopped after the module."""
+    yield
+    stop_shared_servers()
+
 
 TOOLS_OF = {
     "bundled": ["open", "answer"],
@@ -36,7 +45,9 @@ EXTRA = {
 }
 
 
-@pytest.mark.parametrize("family", sorted(TOOLS_OF))
+@pytest.mark.parametrize(
+    "family", [pytest.param(f, marks=pytest.mark.slow) if f == "openenv" else f for f in sorted(TOOLS_OF)]
+)  # openenv starts the served gem hunt (a server: slow)
 def test_every_built_in_family_gets_its_tools(family) -> None:
     cfg = compose([f"env={family}", "agent=tools", *EXTRA.get(family, [])])
     agent = make_agent(cfg)
@@ -89,6 +100,7 @@ def test_warm_start_demonstrations_are_tool_calls(tiny_model_dir) -> None:
     assert 0 < factors["p_code_1"] < 1 and factors["p_optimal_dev_episode"] <= factors["p_answer"] < 1
 
 
+@pytest.mark.slow  # starts the served gem hunt
 def test_openenv_borrowed_demonstrations_become_calls_of_the_served_tools(tiny_model_dir) -> None:
     """env=openenv serving the gem hunt: with agent=tools the agent calls the tools its /mcp lists (open, answer),
     the borrowed text demonstrations become calls of them (the gem hunt's own tools lend their from_action), and

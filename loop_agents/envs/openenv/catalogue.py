@@ -8,6 +8,7 @@ server started here (`serve_family`, `app`) is one per process, shared by `tools
 
 from __future__ import annotations
 
+import atexit
 import threading
 from dataclasses import dataclass
 
@@ -67,3 +68,13 @@ def offers(settings: OpenEnvSettings) -> Offers:
             timeout = settings.connect_timeout_s
             _offers[key] = Offers(list_tools(url, timeout), task_api(url, timeout))
         return _offers[key]
+
+
+@atexit.register
+def stop_shared_servers() -> None:
+    """Stop every server this process started for its settings (and forget what they offered)."""
+    with _lock:
+        for server in _servers.values():
+            server.stop()
+        _servers.clear()
+        _offers.clear()
