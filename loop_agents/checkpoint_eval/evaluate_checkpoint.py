@@ -171,7 +171,9 @@ async def play(
             async def episode(task_id: str, group_id: str, _: int, run: int = run, experiment=experiment):
                 source = worker.task_source
                 env = await (source.make_env(experiment_name=experiment) if experiment else source.make_env())
-                traj = await run_episode(
+                # agent.program: the run's own agent program plays, through the worker's gateway
+                play_episode = run_episode if worker.programs is None else worker.programs.play
+                traj = await play_episode(
                     env, generator, make_agent(cfg), worker.chat, episode_cfg,
                     task_id=task_id, group_id=group_id, sample_index=run,
                 )  # fmt: skip
