@@ -22,9 +22,9 @@ import time
 from transformers import AutoTokenizer
 
 from loop_agents.envs.appworld.agent import AppWorldAgent
-from loop_agents.envs.protocol import Evaluation, ResetResult, StepResult
 from loop_agents.inference.protocol import Completion, SamplingParams
 from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.environment import Evaluation, ResetResult, StepResult
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.tiny_model import build_tiny_model
 

@@ -95,5 +95,18 @@ def test_eval_depends_on_envs_and_a_small_core_never_on_orchestration():
     assert "orchestration" not in eval_imports and "checkpoint_eval" not in eval_imports, eval_imports
 
 
+def test_the_episode_runner_sits_below_every_environment():
+    """rollout/ (the runner, agents, the Environment protocol it consumes: rollout/environment.py) imports no
+    environment family and no envs/ module; the families import rollout's types, one way only."""
+    rollout_imports = {
+        t
+        for m, ts in import_graph().items()
+        if package_of(m) == "rollout"
+        for t in ts
+        if package_of(t) != "rollout"
+    }
+    assert not {t for t in rollout_imports if t.startswith("loop_agents.envs")}, rollout_imports
+
+
 def test_the_detector_sees_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

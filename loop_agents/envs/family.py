@@ -41,7 +41,7 @@ class EnvironmentFamily:
 
     # -- required -------------------------------------------------------------------------------------------
     def task_source(self, settings: Any, cfg: Any) -> Any:
-        """The `TaskSource` (envs/protocol.py); an async `start()`/`close()` on it is awaited when present."""
+        """The `TaskSource` (rollout/environment.py); an async `start()`/`close()` on it is awaited when present."""
         raise NotImplementedError
 
     def agent(self, cfg: Any) -> Any:

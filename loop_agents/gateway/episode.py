@@ -22,7 +22,6 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from loop_agents.envs.protocol import Environment
 from loop_agents.gateway.launch import program_environment, run_program
 from loop_agents.gateway.program import AgentProgram
 from loop_agents.gateway.recorder import EpisodeRecorder
@@ -31,6 +30,7 @@ from loop_agents.gateway.server import GatewayServer
 from loop_agents.gateway.session import EpisodeSession
 from loop_agents.inference.protocol import TokenGenerator
 from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.environment import Environment
 from loop_agents.rollout.trajectory import FinishReason, Trajectory
 from loop_agents.tools.parsers import ToolCallParser
 from loop_agents.tools.spec import ToolSpec

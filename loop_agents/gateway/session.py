@@ -12,12 +12,12 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from loop_agents.envs.protocol import Environment, ResetResult
 from loop_agents.gateway.messages import RequestError
 from loop_agents.gateway.recorder import EpisodeRecorder
 from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.inference.protocol import TokenGenerator
 from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.environment import Environment, ResetResult
 from loop_agents.rollout.trajectory import FinishReason
 from loop_agents.tools.parsers import ToolCallParser
 from loop_agents.tools.spec import ToolSpec

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from loop_agents.envs.protocol import ResetResult
+from loop_agents.rollout.environment import ResetResult
 
 
 @dataclass(frozen=True)

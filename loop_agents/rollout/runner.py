@@ -28,11 +28,11 @@ import zlib
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from loop_agents.envs.protocol import Environment, EnvironmentFailure, ResetResult
 from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams, TokenGenerator
 from loop_agents.rollout.agent import Agent
 from loop_agents.rollout.chat import ChatFormat
 from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.environment import Environment, EnvironmentFailure, ResetResult
 from loop_agents.rollout.observation import truncate_observation
 from loop_agents.rollout.trajectory import FinishReason, Trajectory, Turn
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from loop_agents.envs.protocol import ResetResult
 from loop_agents.rollout.agent import ParsedAction, answer_text
+from loop_agents.rollout.environment import ResetResult
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent acting in a text environment. Each of your messages is one action; "

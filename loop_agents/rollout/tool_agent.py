@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loop_agents.envs.protocol import ResetResult
 from loop_agents.rollout.agent import ParsedAction, answer_text
+from loop_agents.rollout.environment import ResetResult
 from loop_agents.tools.dispatch import action_of_message
 from loop_agents.tools.errors import ToolCallError, ToolErrorKind
 from loop_agents.tools.parsers import ToolCallParser

@@ -12,7 +12,7 @@ import asyncio
 import json
 import sys
 
-from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
+from loop_agents.rollout.environment import EnvironmentFailure, Evaluation, ResetResult, StepResult
 
 _CHILD = r"""
 import contextlib, io, json, sys, traceback

@@ -11,7 +11,7 @@ import pytest
 
 from loop_agents.envs.appworld.agent import AppWorldAgent, extract_code
 from loop_agents.envs.appworld.prompt import build_messages
-from loop_agents.envs.protocol import ResetResult
+from loop_agents.rollout.environment import ResetResult
 from loop_agents.rollout.text_agent import TextActionAgent
 
 INFO = {

@@ -17,9 +17,9 @@ from loop_agents.envs.appworld.agent import AppWorldAgent
 from loop_agents.envs.appworld.compact_prompt import API_SIGNATURES, build_compact_messages
 from loop_agents.envs.appworld.config import DEFAULT_PYTHON
 from loop_agents.envs.appworld.prompt import build_messages
-from loop_agents.envs.protocol import ResetResult
 from loop_agents.envs.selected import make_agent
 from loop_agents.rollout.chat import ChatFormat
+from loop_agents.rollout.environment import ResetResult
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = {

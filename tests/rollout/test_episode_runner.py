@@ -9,8 +9,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from loop_agents.envs.appworld.agent import NO_CODE_FEEDBACK, AppWorldAgent
-from loop_agents.envs.protocol import ResetResult
 from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.environment import ResetResult
 from loop_agents.rollout.observation import TRUNCATION_NOTE
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.rollout.text_agent import TextActionAgent

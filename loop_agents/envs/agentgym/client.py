@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
+from loop_agents.rollout.environment import EnvironmentFailure, Evaluation, ResetResult, StepResult
 
 DEFAULT_SCORE_SCALE = {"sciworld": 100.0}  # AgentGym's `score` of a solved item, for servers without /info
 ACTION_FORMATS = ("raw", "react")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from loop_agents.envs.appworld.compact_prompt import build_compact_messages
 from loop_agents.envs.appworld.prompt import build_messages, format_output, task_block
-from loop_agents.envs.protocol import ResetResult
 from loop_agents.rollout.agent import ParsedAction, answer_text
+from loop_agents.rollout.environment import ResetResult
 
 _CODE_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
 

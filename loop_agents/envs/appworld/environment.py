@@ -37,7 +37,7 @@ from loop_agents.envs.appworld.pool import AppWorldServerPool
 from loop_agents.envs.appworld.reward import evaluation_from_report
 from loop_agents.envs.appworld.server import AppWorldServer, OutputTooLarge, ServerError
 from loop_agents.envs.appworld.splits import scenario_of, task_difficulty
-from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
+from loop_agents.rollout.environment import EnvironmentFailure, Evaluation, ResetResult, StepResult
 
 _episode_counter = itertools.count()
 # The HTTP deadline of /execute: AppWorld's own cell timeout plus time to save DBs and logs.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loop_agents.envs.protocol import Evaluation
+from loop_agents.rollout.environment import Evaluation
 
 
 def evaluation_from_report(report: dict[str, Any], mode: str) -> Evaluation:

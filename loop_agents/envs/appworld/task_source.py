@@ -9,7 +9,7 @@ from loop_agents.envs.appworld.splits import available_splits, scenario_of, spli
 
 
 class AppWorldTaskSource:
-    """Implements `loop_agents.envs.protocol.TaskSource` for AppWorld.
+    """Implements `loop_agents.rollout.environment.TaskSource` for AppWorld.
 
     Create it, `await start()` (starts the server pool), and `await close()` at the end.
     """

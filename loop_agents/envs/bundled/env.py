@@ -5,7 +5,7 @@ from __future__ import annotations
 from loop_agents.envs.bundled.config import BundledEnvConfig
 from loop_agents.envs.bundled.game import SYSTEM_PROMPT, GemHuntGame
 from loop_agents.envs.bundled.tasks import generate_task, parse_task_id, task_ids
-from loop_agents.envs.protocol import Evaluation, ResetResult, StepResult
+from loop_agents.rollout.environment import Evaluation, ResetResult, StepResult
 
 
 class BundledEnvironment:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from loop_agents.envs.openenv.discovery import TaskApi, Tools, list_tools, task_api
 from loop_agents.envs.openenv.launcher import OpenEnvServerProcess
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.envs.protocol import EnvironmentFailure
 from loop_agents.errors import ConfigError
+from loop_agents.rollout.environment import EnvironmentFailure
 
 _lock = threading.RLock()
 _servers: dict[tuple, OpenEnvServerProcess] = {}

@@ -32,8 +32,8 @@ from loop_agents.envs.openenv.catalogue import offers, server_url, shared_server
 from loop_agents.envs.openenv.discovery import task_id_of, task_specs
 from loop_agents.envs.openenv.settings import OpenEnvSettings
 from loop_agents.envs.openenv.tool_calls import call_of_action, reply_text
-from loop_agents.envs.protocol import EnvironmentFailure, Evaluation, ResetResult, StepResult
 from loop_agents.errors import ConfigError
+from loop_agents.rollout.environment import EnvironmentFailure, Evaluation, ResetResult, StepResult
 from loop_agents.tools.spec import ToolSpec
 
 
@@ -317,7 +317,7 @@ class OpenEnvTaskSource:
 
 
 class OpenEnvEpisode:
-    """One episode = one OpenEnv session (the `Environment` protocol of envs/protocol.py)."""
+    """One episode = one OpenEnv session (the `Environment` protocol of rollout/environment.py)."""
 
     def __init__(self, source: OpenEnvTaskSource, url: str) -> None:
         self.source, self.settings, self.url = source, source.settings, url

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from loop_agents.envs.protocol import EnvironmentFailure
+from loop_agents.rollout.environment import EnvironmentFailure
 from loop_agents.tools.dispatch import find_tool
 from loop_agents.tools.errors import ToolCallError
 from loop_agents.tools.parsers import ToolCall

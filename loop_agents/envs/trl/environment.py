@@ -30,7 +30,6 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from loop_agents.config.load import compose
-from loop_agents.envs.protocol import Environment
 from loop_agents.envs.selected import (
     check_environment,
     close_task_source,
@@ -40,6 +39,7 @@ from loop_agents.envs.selected import (
     start_task_source,
 )
 from loop_agents.envs.settings import env_settings
+from loop_agents.rollout.environment import Environment
 from loop_agents.tools.spec import ToolSpec, tools_of
 
 JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,

@@ -20,8 +20,8 @@ from loop_agents.envs.agentgym import (
 )
 from loop_agents.envs.agentgym.games import game_factory
 from loop_agents.envs.bundled import GemHuntGame, generate_task
-from loop_agents.envs.protocol import EnvironmentFailure
 from loop_agents.ports import free_port
+from loop_agents.rollout.environment import EnvironmentFailure
 
 
 @pytest.mark.slow  # a gem hunt env server

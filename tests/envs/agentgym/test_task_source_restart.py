@@ -16,7 +16,7 @@ import pytest
 
 from loop_agents.envs.agentgym import AgentGymEnvConfig, AgentGymTaskSource
 from loop_agents.envs.bundled import GemHuntGame, generate_task
-from loop_agents.envs.protocol import EnvironmentFailure
+from loop_agents.rollout.environment import EnvironmentFailure
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from loop_agents.envs.appworld.official_eval import run_official_evaluation
-from loop_agents.envs.protocol import EnvironmentFailure
+from loop_agents.rollout.environment import EnvironmentFailure
 from tests.envs.appworld.conftest import TIMINGS
 
 pytestmark = pytest.mark.slow  # a pool of AppWorld servers

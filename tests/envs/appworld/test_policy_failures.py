@@ -19,7 +19,7 @@ import pytest
 
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.task_source import AppWorldTaskSource
-from loop_agents.envs.protocol import EnvironmentFailure
+from loop_agents.rollout.environment import EnvironmentFailure
 from tests.envs.appworld.test_environment import play, solution, template_tasks
 
 pytestmark = pytest.mark.slow

@@ -18,11 +18,11 @@ from transformers import AutoTokenizer
 from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe
 from loop_agents.envs.openenv.launcher import OpenEnvServerProcess
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.envs.protocol import EnvironmentFailure
 from loop_agents.errors import ConfigError
 from loop_agents.orchestration.collector import collect_groups
 from loop_agents.ports import free_port
 from loop_agents.rollout.config import EpisodeConfig
+from loop_agents.rollout.environment import EnvironmentFailure
 from loop_agents.rollout.runner import chat_format, run_episode
 from loop_agents.rollout.text_agent import TextActionAgent
 from loop_agents.rollout.trajectory import FinishReason

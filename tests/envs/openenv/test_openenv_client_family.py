@@ -11,7 +11,7 @@ import pytest
 from loop_agents.envs.bundled.env import BundledTaskSource
 from loop_agents.envs.openenv.client import OpenEnvTaskSource
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.envs.protocol import EnvironmentFailure
+from loop_agents.rollout.environment import EnvironmentFailure
 from tests.envs.openenv.guess_app import secret_of
 
 pytestmark = pytest.mark.slow

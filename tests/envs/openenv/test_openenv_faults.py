@@ -17,10 +17,10 @@ from omegaconf import OmegaConf
 from loop_agents.envs.openenv.client import OpenEnvTaskSource
 from loop_agents.envs.openenv.family import FAMILY
 from loop_agents.envs.openenv.settings import OpenEnvSettings
-from loop_agents.envs.protocol import EnvironmentFailure
 from loop_agents.envs.server_process import answers_health
 from loop_agents.errors import ConfigError
 from loop_agents.ports import free_port
+from loop_agents.rollout.environment import EnvironmentFailure
 
 pytestmark = pytest.mark.slow
 APP = "tests.envs.openenv.strict_app:app"

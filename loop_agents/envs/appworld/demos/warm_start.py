@@ -17,7 +17,7 @@ from typing import Any
 
 from loop_agents.envs.appworld.config import AppWorldConfig
 from loop_agents.envs.appworld.demos.episodes import played_episodes, task_info
-from loop_agents.envs.protocol import ResetResult
+from loop_agents.rollout.environment import ResetResult
 
 
 @dataclass
