@@ -25,4 +25,5 @@ program rewrote its history). Files, one responsibility each:
     run_callable.py   `python -m loop_agents.gateway.run_callable module:function`: a callable's process
     tool_functions.py the tools as Python functions inside a callable's process (HTTP to the gateway)
     episode.py        one whole episode: reset, session, program, evaluation -> Trajectory
+    configured.py     a run's ProgramEpisodes from its config (`agent.program`), built once per rollout worker
 """
