@@ -172,9 +172,9 @@ class OpenEnvTaskSource:
         tools: Callable[[], list[ToolSpec]] | None = None,
     ) -> None:
         self.settings = settings
-        self.tools = tools or (
-            lambda: []
-        )  # the tools the agent calls (the family's tools(), asked when needed)
+        # the tools the agent calls (the family's tools()), asked once when needed
+        self._declared = tools or list
+        self._tools: list[ToolSpec] | None = None
         self.server = shared_server(settings) if not settings.url else None
         self.url: str | None = settings.url.rstrip("/") if settings.url else None
         self.use_tools = use_tools
@@ -203,6 +203,12 @@ class OpenEnvTaskSource:
                 action = probe(self.url, self.settings, tool_calls=self.tool_calls)
                 self.finish_supported = action.get(self.settings.finish_field, {}).get("type") == "boolean"
             return self.url
+
+    def tools(self) -> list[ToolSpec]:
+        """The tools the agent calls (their actions are read back into calls by the episodes)."""
+        if self._tools is None:
+            self._tools = self._declared()
+        return self._tools
 
     def check(self) -> None:
         """Start-up check: the server answers and its schema fits (ConfigError, one line)."""
