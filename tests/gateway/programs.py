@@ -1,8 +1,10 @@
 """Agent programs the gateway tests run (each in a process of its own, as `agent.program=tests.gateway.programs:<name>`).
 
 `openai_tool_loop` is the `openai` package's tool-calling loop as its docs write it (a chat completion with
-`tools`, the assistant message appended as returned, one `tool` message per call, until a reply calls no tool);
-the others misbehave in one way each.
+`tools`, the assistant message appended as returned, one `tool` message per call, until a reply calls no tool),
+`openai_conversation` the openai docs' conversation state kept by hand, `smolagents_tool_calling` smolagents'
+ToolCallingAgent (pinned in the dev extra) on the gateway as an OpenAI-compatible server; `docs_examples` splits a
+task's rollouts over them. The others misbehave in one way each.
 """
 
 from __future__ import annotations
@@ -54,13 +56,15 @@ def openai_conversation(task, base_url, api_key, tools, window=None):
 
 
 def docs_examples(task, base_url, api_key, tools):
-    """The K rollouts of a task split over three programs written from the openai docs, by sample index: the tool
-    loop (0 and 3), the conversation (1), the conversation with a trimmed history (2). A barely trained model
-    seldom writes a call the tool loop can run, so its episodes are one call; the conversations send the model's
-    messages back on every call, and the trimmed one rewrites its history."""
+    """The K rollouts of a task split over programs written from their docs, by sample index: the openai tool loop
+    (0), the openai docs' conversation kept by hand (1), the same with a trimmed history (2), smolagents'
+    ToolCallingAgent (3). A barely trained model seldom writes a call the tool loop can run, so its episodes are
+    one call; the others send the model's messages back on every call, and the trimmed one rewrites its history."""
     index = task["sample_index"] % 4
-    if index in (0, 3):
+    if index == 0:
         return openai_tool_loop(task, base_url, api_key, tools)
+    if index == 3:
+        return smolagents_tool_calling(task, base_url, api_key, tools)
     return openai_conversation(task, base_url, api_key, tools, window=None if index == 1 else 2)
 
 
@@ -106,3 +110,31 @@ def floods(task, base_url, api_key, tools):
 
 def never_calls_the_model(task, base_url, api_key, tools):
     return "nothing"
+
+
+def smolagents_tool_calling(task, base_url, api_key, tools):
+    """smolagents' ToolCallingAgent on an OpenAI-compatible server, as its docs set one up
+    (`OpenAIServerModel(model_id=..., api_base=..., api_key=...)`), with the episode's tools as smolagents Tools."""
+    from smolagents import OpenAIServerModel, Tool, ToolCallingAgent
+
+    def as_tool(remote):
+        properties = remote.schema["function"]["parameters"]["properties"]
+
+        class GatewayTool(Tool):
+            name = remote.__name__
+            description = remote.__doc__
+            inputs = {
+                key: {"type": spec.get("type", "string"), "description": spec.get("description", key)}
+                for key, spec in properties.items()
+            }
+            output_type = "string"
+            skip_forward_signature_validation = True
+
+            def forward(self, **arguments):
+                return remote(**arguments)
+
+        return GatewayTool()
+
+    model = OpenAIServerModel(model_id="policy", api_base=base_url, api_key=api_key)
+    agent = ToolCallingAgent(tools=[as_tool(tool) for tool in tools], model=model, max_steps=2)
+    return agent.run(task["prompt"])
