@@ -25,6 +25,7 @@ COMMANDS = {
     "torchrun --nproc-per-node 2 loop_agents/train.py experiment=demo": "tests/orchestration/test_launchers.py::test_torchrun_two_ranks_killed_after_iteration_2_resumes_to_the_replayed_weights",
     "accelerate launch --cpu --num_processes 1 loop_agents/train.py experiment=demo": "tests/orchestration/test_launchers.py::test_accelerate_launch_cpu_one_process",
     "python -m loop_agents.train experiment=demo algorithm.max_staleness=2": "tests/orchestration/test_async_staleness.py::test_staleness_bound_is_never_exceeded_with_a_slow_learner",
+    "python -m loop_agents.train experiment=demo agent.program=tests.gateway.programs:openai_tool_loop": "tests/gateway/test_program_training.py::test_openai_docs_programs_train_token_exact_through_the_gateway",
 }  # fmt: skip
 
 
