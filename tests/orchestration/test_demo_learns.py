@@ -2,7 +2,8 @@
 Ray and the evaluator; held-out dev success (100 tasks, sampled at temperature 1) must rise by a margin every
 measured run reached at iteration 6 with room to spare (benchmarks/results/demo_seeds.json: the smallest gain at
 iteration 6 was +23 points), so a change that breaks learning fails. About 8 minutes on an idle 2-core machine,
-most of it the warm start; the held-out evaluation after training is off (`eval.held_out_tasks=0`)."""
+most of it the warm start; the held-out evaluation after training is off (`eval.held_out_tasks=0`). Opt-in
+(LOOP_AGENTS_LEARNING_TESTS=1): learning runs belong in benchmarks, not in CI's 70 minutes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+# A learning run (8-12 min of CI's budget, most of it the warm start): opt-in, as the AppWorld learning tests are;
+# the demo's learning is recorded by benchmarks/demo_seeds.py over seeds (README's learning table)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("LOOP_AGENTS_LEARNING_TESTS") != "1",
+        reason="learning test: opt-in with LOOP_AGENTS_LEARNING_TESTS=1 (about 8 min on 2 idle cores)",
+    ),
+]
 
 ITERATIONS = 6
 # Dev success at iteration 6 over iteration 0; the measured runs gained +23 to +52 points by then.
