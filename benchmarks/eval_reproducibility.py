@@ -29,13 +29,19 @@ from loop_agents.eval.stats import bootstrap_mean
 
 
 def _run(command: list[str], log: Path) -> float:
+    """Run `command` into `log`; its seconds, also kept beside the log (a later invocation reuses both)."""
+    seconds_file = log.with_suffix(".seconds")
+    if seconds_file.exists():
+        return float(seconds_file.read_text())
     started = time.perf_counter()
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "WANDB_MODE": "disabled"}
     with log.open("w") as out:
         code = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
     if code != 0:
         raise SystemExit(f"{' '.join(command[:4])} ... exited {code}; see {log}")
-    return round(time.perf_counter() - started, 1)
+    seconds = round(time.perf_counter() - started, 1)
+    seconds_file.write_text(f"{seconds}\n")
+    return seconds
 
 
 def in_run_episodes(run_dir: Path, iteration: int) -> dict[tuple[str, int], tuple[list[int], float]]:
@@ -75,7 +81,7 @@ def main() -> None:
         "--standalone-reruns", type=int, default=1, help="standalone evaluations of each checkpoint"
     )
     parser.add_argument("--name", default="eval_reproducibility", help="the results file's name")
-    # a training run with a summary.json and a standalone evaluation with its output are reused, not rerun
+    # a training run or standalone evaluation finished by an earlier invocation (its .seconds file) is reused
     parser.add_argument(
         "overrides", nargs="*", help="more Hydra overrides of the run (e.g. learner.sft_epochs=0)"
     )
@@ -84,9 +90,6 @@ def main() -> None:
     for rerun in range(args.train_reruns):
         run_dir = args.runs_dir / f"s{args.seed}" / f"train_{rerun}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        if (run_dir / "summary.json").exists():  # finished by an earlier invocation: reused, not rerun
-            runs.append(run_dir)
-            continue
         train_s.append(_run([sys.executable, "-m", "loop_agents.train", "experiment=demo", f"run.dir={run_dir}",
                              f"run.seed={args.seed}", f"run.iterations={args.iterations}", "run.keep_checkpoints=100",
                              "eval.held_out_tasks=0", "logging.plots=false", *args.overrides],
@@ -101,9 +104,6 @@ def main() -> None:
         standalone, seconds = [], []
         for rerun in range(args.standalone_reruns):
             out = runs[0].parent / f"standalone_{iteration}_{rerun}"
-            if out.with_suffix(".log").exists() and out.exists():  # finished earlier: reused
-                standalone.append(standalone_episodes(out))
-                continue
             seconds.append(_run([sys.executable, "scripts/evaluate.py", f"checkpoint={checkpoint}", "split=dev",
                                  "max_tasks=100", "runs=4", f"out={out}"], out.with_suffix(".log")))  # fmt: skip
             standalone.append(standalone_episodes(out))
