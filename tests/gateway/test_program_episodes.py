@@ -114,19 +114,21 @@ def test_every_misbehaving_program_is_a_counted_scored_episode(parts):
         assert sum(traj.loss_mask) == sum(t.gen_end - t.gen_start for t in traj.turns)
 
 
+async def _one_episode(runner: ProgramEpisodes, generator, cfg: EpisodeConfig):
+    """One gem-hunt episode (gemhunt_10000) played by `runner`'s program; the runner is closed after it."""
+    try:
+        env = await BundledTaskSource().make_env()
+        return await runner.play(env, generator, TextActionAgent(), None, cfg, task_id="gemhunt_10000")
+    finally:
+        await runner.close()
+
+
 def test_a_streamed_call_is_recorded_like_any_other(parts):
     renderer, generator = parts
     cfg = EpisodeConfig(max_tokens_per_turn=12, max_turns=4, max_context_tokens=2048, seed=0)
     runner = episodes_of(renderer, "openai_streaming_loop")
 
-    async def play():
-        try:
-            env = await BundledTaskSource().make_env()
-            return await runner.play(env, generator, TextActionAgent(), None, cfg, task_id="gemhunt_10000")
-        finally:
-            await runner.close()
-
-    traj = asyncio.run(play())
+    traj = asyncio.run(_one_episode(runner, generator, cfg))
     assert traj.finish_reason == FinishReason.DONE, traj.metadata
     assert (
         len(traj.turns) == 1 and traj.num_generated_tokens == traj.turns[0].gen_end - traj.turns[0].gen_start
@@ -148,14 +150,7 @@ def test_a_command_program_plays_from_its_environment(parts):
     )
     assert runner.program.kind == "command"
 
-    async def play():
-        try:
-            env = await BundledTaskSource().make_env()
-            return await runner.play(env, generator, TextActionAgent(), None, cfg, task_id="gemhunt_10000")
-        finally:
-            await runner.close()
-
-    traj = asyncio.run(play())
+    traj = asyncio.run(_one_episode(runner, generator, cfg))
     assert traj.finish_reason in (FinishReason.DONE, FinishReason.TURN_BUDGET), traj.metadata
     assert traj.metadata["program"]["exit_code"] == 0 and traj.metadata["program"]["model_calls"] == len(
         traj.turns
