@@ -11,7 +11,7 @@ from typing import Any
 
 from guess_number_env.game import SYSTEM_PROMPT, Game, secret_of, task_ids
 from loop_agents.envs.family import EnvironmentFamily
-from loop_agents.envs.protocol import Evaluation, ResetResult, StepResult
+from loop_agents.rollout.environment import Evaluation, ResetResult, StepResult
 from loop_agents.rollout.text_agent import TextActionAgent
 
 
@@ -30,7 +30,7 @@ class GuessNumberSettings:
 
 
 class GuessNumberEnvironment:
-    """One episode (the `loop_agents.envs.protocol.Environment` protocol), in process."""
+    """One episode (the `loop_agents.rollout.environment.Environment` protocol), in process."""
 
     def __init__(self, settings: GuessNumberSettings) -> None:
         self.settings = settings
