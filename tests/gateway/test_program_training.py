@@ -20,9 +20,6 @@ tests/rollout/test_vllm_episode.py's tolerance)."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,8 +29,8 @@ from transformers import AutoTokenizer
 
 from loop_agents.orchestration.components import checkpoint_dir
 from loop_agents.rollout.trajectory import FinishReason, Trajectory, load_trajectories
+from tests.training_runs import finished_run
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-3  # algorithm.sampler_logprobs_tolerance's default: the learner's agreement check
 
@@ -67,12 +64,7 @@ def test_openai_docs_programs_train_token_exact_through_the_gateway(tmp_path: Pa
         "eval.max_tasks=2", "eval.every_n_iterations=2", "eval.held_out_tasks=0", "eval.runs_per_task=1",
         "logging.wandb_mode=disabled", "logging.plots=false", "logging.progress=false", "learner.stress_test=false",
     ]  # fmt: skip
-    quiet = {"RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run(
-        command, cwd=ROOT, env={**os.environ, **quiet}, capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    check_run(run_dir, re.search(r"\| model (\S+) \|", done.stdout).group(1))
+    check_run(run_dir, finished_run(command, timeout_s=900))
 
 
 def check_run(run_dir: Path, model_path: str) -> None:

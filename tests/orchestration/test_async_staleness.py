@@ -13,16 +13,14 @@ Ray actors). Two runs, checked on what they wrote (metrics rows, rollouts files,
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.training_runs import finished_run
+
 pytestmark = pytest.mark.slow
 
 ITERATIONS = 4
@@ -52,12 +50,7 @@ def _train(run_dir: Path, overrides: list[str]) -> tuple[str, dict[int, dict], l
         "eval.enabled=false", "logging.wandb_mode=disabled", "logging.plots=false", "learner.stress_test=false",
         *overrides,
     ]  # fmt: skip
-    quiet = {"RAY_USAGE_STATS_ENABLED": "0", "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run(
-        command, cwd=ROOT, env={**os.environ, **quiet}, capture_output=True, text=True, timeout=1200
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    model_path = re.search(r"\| model (\S+) \|", done.stdout).group(1)
+    model_path = finished_run(command, timeout_s=1200)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     train = {r["iteration"]: r for r in rows if "rollout/count" in r}
     assert sorted(train) == list(range(1, ITERATIONS + 1))
