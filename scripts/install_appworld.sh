@@ -40,17 +40,9 @@ if installed_ok; then
   exit 0
 fi
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  echo "[install_appworld] creating $VENV with $PYTHON"
-  "$PYTHON" -m venv "$VENV"
-fi
-LOGS="$VENV/install-logs"  # pip's whole output of each step; the terminal gets scripts/pip_progress.py's lines
-mkdir -p "$LOGS"
-pip_step() {  # as in scripts/install.sh: big files with their sizes, a line every 10 s, the totals
-  local log="$1"; shift
-  "$VENV/bin/python" -m pip "$@" --progress-bar off 2>&1 | "$VENV/bin/python" scripts/pip_progress.py "$log" install_appworld \
-    || { echo "[install_appworld] pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; return 1; }
-}
+LABEL=install_appworld
+# shellcheck source=scripts/side_venv.sh
+source scripts/side_venv.sh
 echo "[install_appworld] upgrading pip in $VENV"
 pip_step "$LOGS/pip-upgrade.log" install --upgrade pip
 # click 8.2.1 is the version AppWorld's own lock uses; newer clicks work but the pin is harmless.

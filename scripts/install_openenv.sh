@@ -34,17 +34,9 @@ if installed_ok; then
   exit 0
 fi
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  echo "[install_openenv] creating $VENV with $PYTHON"
-  "$PYTHON" -m venv "$VENV"
-fi
-LOGS="$VENV/install-logs"  # pip's whole output of each step; the terminal gets scripts/pip_progress.py's lines
-mkdir -p "$LOGS"
-pip_step() {  # as in scripts/install.sh: big files with their sizes, a line every 10 s, the totals
-  local log="$1"; shift
-  "$VENV/bin/python" -m pip "$@" --progress-bar off 2>&1 | "$VENV/bin/python" scripts/pip_progress.py "$log" install_openenv \
-    || { echo "[install_openenv] pip failed; the end of $log:" >&2; tail -n 30 "$log" >&2; return 1; }
-}
+LABEL=install_openenv
+# shellcheck source=scripts/side_venv.sh
+source scripts/side_venv.sh
 echo "[install_openenv] upgrading pip in $VENV"
 pip_step "$LOGS/pip-upgrade.log" install --upgrade pip
 echo "[install_openenv] openenv $OPENENV_VERSION and its dependencies, pinned by $CONSTRAINTS (pip's output: $LOGS/pip-openenv.log)"
