@@ -144,6 +144,7 @@ class ProgramEpisodes:
                         "OPENAI_BASE_URL": f"{root}/v1",
                         "OPENAI_API_KEY": session.key,
                         "LOOP_AGENTS_TOOLS_URL": f"{root}/tools",
+                        "LOOP_AGENTS_MCP_URL": f"{root}/mcp",
                         "LOOP_AGENTS_TASK_ID": traj.task_id,
                     }
                 ),

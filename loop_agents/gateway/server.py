@@ -5,6 +5,7 @@
     GET  /task                   the episode's task (task_id, sample_index, messages, prompt)
     GET  /tools                  the episode's tools, OpenAI function schemas
     POST /tools/{name}           one tool call; the body is the arguments object (tool_calls.py)
+    POST /mcp                    the same tools over MCP (Streamable HTTP, JSON answers; mcp.py); GET: 405
 
 Every route needs `Authorization: Bearer <key>` of a running episode; the key selects the episode's session and
 nothing else is reachable with it (no listing, no other session's calls). A key is revoked when its episode ends.
@@ -20,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from loop_agents.gateway import mcp
 from loop_agents.gateway.completions import chat_completion, stream_chunks
 from loop_agents.gateway.messages import RequestError
 from loop_agents.gateway.session import EpisodeSession
@@ -63,6 +65,7 @@ class GatewayServer:
             app.router.add_get("/task", self._task)
             app.router.add_get("/tools", self._tools)
             app.router.add_post("/tools/{name}", self._tool_call)
+            app.router.add_post("/mcp", self._mcp)  # other methods: aiohttp's 405 (no server-sent stream)
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -138,3 +141,12 @@ class GatewayServer:
         arguments = await self._json(request)
         result = await call_tool(request[SESSION], request.match_info["name"], arguments)
         return web.json_response(result)
+
+    async def _mcp(self, request: web.Request) -> web.Response:
+        status, reply = await mcp.handle_post(
+            request[SESSION],
+            await request.read(),
+            request.headers.get("Origin"),
+            request.headers.get("MCP-Protocol-Version"),
+        )
+        return web.Response(status=status) if reply is None else web.json_response(reply, status=status)
