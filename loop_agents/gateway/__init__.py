@@ -19,6 +19,7 @@ program rewrote its history). Files, one responsibility each:
     recorder.py       one episode's calls -> its Trajectory (segments, loss mask, log-probs)
     completions.py    one chat-completion request: budgets, sampling, tool-call parsing, the OpenAI response
     tool_calls.py     one tool call of the program -> the environment's step (or an error result)
+    mcp.py            the same tools over MCP (JSON-RPC of `POST /mcp`) for a command's MCP client
     session.py        one episode's state on the server: its key, recorder, budgets, why it ended
     server.py         the HTTP server (aiohttp): routes, Bearer keys, SSE streaming
     launch.py         start and stop one episode's program process (time limit, process group)
