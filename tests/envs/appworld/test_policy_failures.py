@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow
 
 CALLS_PER_CELL = 30
 STATE_MB = 2  # file_size_limit_mb: the saved state's cap is min(scratch, file size)
+CPU_S = 2  # cpu_limit_s of the CPU budget's host: its API processes serve the policy for 0.9 * 2 CPU-s
 CHANNEL = "__import__('appworld.requester', fromlist=['x']).requests.channel"
 FRAMING = "__import__('loop_agents.sandbox.framing', fromlist=['x'])"
 
@@ -37,6 +38,19 @@ def host(appworld_root, event_loop_session):
         root=str(appworld_root), pool_size=1, execute_timeout_s=3, grace_s=4.0,
         max_api_calls_per_interaction=CALLS_PER_CELL, file_size_limit_mb=STATE_MB,
     )  # fmt: skip
+    source = AppWorldTaskSource(config)
+    event_loop_session.run_until_complete(source.start())
+    yield source
+    event_loop_session.run_until_complete(source.close())
+
+
+@pytest.fixture(scope="module")
+def cpu_host(appworld_root, event_loop_session):
+    """One host whose episodes get CPU_S CPU-seconds and AppWorld's own per-cell call cap (1,000), so that a few
+    cells of legal calls spend the API process's budget."""
+    config = AppWorldConfig(
+        root=str(appworld_root), pool_size=1, execute_timeout_s=3, grace_s=4.0, cpu_limit_s=CPU_S
+    )
     source = AppWorldTaskSource(config)
     event_loop_session.run_until_complete(source.start())
     yield source
@@ -163,6 +177,35 @@ def test_more_calls_than_the_cell_cap_are_refused_by_the_api_process(host, run):
     assert f"REFUSED {CALLS_PER_CELL} " in out and f"exceeded the limit of {CALLS_PER_CELL}" in out, out
     assert "Execution successful" in steps[1].observation  # the cap is per cell
     assert_kept(host, run, task_id, attacked, [unfinished(host, task_id)], None)
+
+
+# 300 searches cost the API process ~0.8 CPU-s here (FastAPI, SQLite's full-text search, the reply) and the
+# policy's process a fraction of that; 300 frames of ~0.9 MB that are no app call (a JSON list: "Malformed
+# request") cost it as much in reading and parsing, and the policy only a send of bytes it built once
+SEARCHES = (
+    "for _ in range(300):\n"
+    "    apis.simple_note.search_notes(access_token=simple_note_token, query='work notes', page_limit=20)"
+)
+NOT_CALLS = (
+    f"ch = {CHANNEL}\nbody = __import__('json').dumps(['x' * 100] * 9000).encode()\n"
+    "frame = len(body).to_bytes(4, 'big') + body\n"
+    f"for _ in range(300):\n    ch.sendall(frame)\n    {FRAMING}.receive(ch, 2**20)"
+)
+
+
+@pytest.mark.parametrize("cell", [SEARCHES, NOT_CALLS], ids=["legal_calls", "frames_that_are_no_calls"])
+def test_the_api_processs_cpu_budget_ends_the_episode_as_the_policys_failure(cpu_host, run, cell):
+    """The API process stops serving at 90 % of its RLIMIT_CPU, whatever the work was (before, frames that were
+    no app call were never charged: it died of SIGXCPU and the episode was dropped as an EnvironmentFailure)."""
+    task_id = template_tasks(cpu_host, "note_delete_tagged")[0]
+    cells = [unfinished(cpu_host, task_id)] + [cell] * 8
+    (_, steps, attacked), gap = ticking(run, play(cpu_host, task_id, cells))
+    last = steps[-1]
+    assert last.done and last.info["error"] == "api_cpu_budget" and len(steps) < len(cells), last
+    assert last.observation == "Execution failed. The apps used the episode's CPU time; the episode is over."
+    api_cpu_s = attacked.details["evaluator_timing"]["api_cpu_s"]  # measured after the save
+    assert 0.9 * CPU_S <= api_cpu_s < CPU_S and gap < 0.5, (api_cpu_s, gap)
+    assert_kept(cpu_host, run, task_id, attacked, [unfinished(cpu_host, task_id)], "api_cpu_budget")
 
 
 def test_malformed_frames_get_error_replies(host, run):

@@ -14,8 +14,12 @@ frozen at the task's time), exactly as a world that runs cells would, but it run
 
 Every budget of the policy's calls is enforced here, before the work: AppWorld's per-cell call cap, the saved
 state's size (state_budget.py: a call that takes it over the cap is undone from the saved state), and this
-process's CPU (it stops answering before its own RLIMIT_CPU). A budget reached or a channel the policy closed
-sets `verdict`: the episode is over, as the policy's failure, and is scored on the state held here.
+process's CPU, checked before each unit of work done for the policy (a read, a request, whatever the frame
+holds), so it stops serving before its own RLIMIT_CPU: what it spends past `api_cpu_budget_s` is one unit's
+work, the save and the admin replies. A budget reached or a channel the policy closed sets `verdict`: the
+episode is over, as the policy's failure, and is scored on the state held here. Once a verdict is given this
+end of the channel is closed (after the reply that says so has gone out), so nothing more the policy sends is
+worked on.
 """
 
 from __future__ import annotations
@@ -78,6 +82,12 @@ class ApiServer:
         self.refused = 0
         self.dropped_bytes = 0
 
+    def over(self) -> bool:
+        """Whether the policy's side is over; sets the CPU verdict when the budget is spent."""
+        if not self.verdict and _cpu_s() >= self.cpu_budget_s:
+            self.verdict = "api_cpu_budget"
+        return bool(self.verdict)
+
     def answer(self, message: Any) -> dict[str, Any]:
         """The reply to one request; never raises (an app error on the policy's arguments is its answer)."""
         if isinstance(message, Malformed):
@@ -111,9 +121,6 @@ class ApiServer:
             return {"status": 429, "text": json.dumps({"message": (
                 f"Number of requests exceeded the limit of {self.calls_per_cell}. "
                 "This potentially means that you have an infinite loop in your code.")})}  # fmt: skip
-        if _cpu_s() >= self.cpu_budget_s:
-            self.verdict = "api_cpu_budget"
-            return {"status": 429, "text": json.dumps({"message": "The episode has used its API CPU time."})}
         self.cell_calls += 1
         payload = message.get("payload")
         if payload is not None and not isinstance(payload, dict):
@@ -155,6 +162,8 @@ def _serve(apis: socket.socket, admin: socket.socket, server: ApiServer) -> None
     """The host's admin messages first; then at most one policy request per turn, only while a cell runs."""
     channel = PolicyChannel(apis, REQUEST_LIMIT)
     while True:
+        if server.cell_open and not channel.closed and not channel.outbox and server.over():
+            channel.close(f"the episode is over: {server.verdict}")
         serving = server.cell_open and not channel.closed
         readers: list[Any] = [admin] + ([channel] if serving and channel.wants_read() else [])
         writers = [channel] if serving and channel.wants_write() else []

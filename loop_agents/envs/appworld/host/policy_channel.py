@@ -10,8 +10,8 @@ This end is non-blocking and bounded, so nothing the policy does with its end ca
     writing   a reply goes out as far as the kernel takes it; the rest waits until the socket is writable,
               and meanwhile no further request is read (back-pressure: a policy that never reads its replies
               only stops itself)
-    closing   end of file or a send error (the policy closed or shut down its end) closes this end for good:
-              `closed` says why
+    closing   end of file or a send error (the policy closed or shut down its end) closes this end for good,
+              as does the API process once the episode is over (a budget spent): `closed` says why
     a cell's end  the requests the policy left (not read yet, or a partial frame) are dropped and counted, so no
               work of one cell is done after it, while the policy is stopped
 """
