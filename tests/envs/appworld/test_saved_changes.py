@@ -50,6 +50,7 @@ def attachment_tasks(appworld_root) -> dict[str, str]:
 
 def test_honest_attachment_episodes_score_as_appworld(task_source, run, attachment_tasks, appworld_root):
     task_ids = list(attachment_tasks.values())
+    passed = {}  # per task: (tests passed, tests) in the episode
     for task_id in task_ids:
         _, steps, evaluation = run(
             play(task_source, task_id, [solution(task_source, task_id)], experiment_name="attachments_run")
@@ -57,6 +58,8 @@ def test_honest_attachment_episodes_score_as_appworld(task_source, run, attachme
         assert "Execution successful" in steps[0].observation, steps[0].observation
         assert evaluation.success and evaluation.reward == 1.0, (task_id, evaluation.details)
         assert "episode_ended" not in evaluation.details
+        tests = evaluation.details["tests"]
+        passed[task_id] = (sum(t["passed"] for t in tests), len(tests))
     outputs = appworld_root / "experiments" / "outputs" / "attachments_run" / "tasks"
     gmail = (outputs / attachment_tasks["gmail_send_attached"] / "dbs" / "gmail.jsonl").read_text()
     statements = [json.loads(line)[0] for line in gmail.splitlines()]
@@ -65,8 +68,11 @@ def test_honest_attachment_episodes_score_as_appworld(task_source, run, attachme
         "".join(f"{t}\n" for t in task_ids)
     )
     official = run_official_evaluation("attachments_run", "attachments_probe", task_source.config)
+    # parse_and_log's scoring (family.official): AppWorld's evaluate_tasks, the episode's counts
     for task_id in task_ids:
-        assert official.per_task[task_id]["success"] and "tampered" not in official.per_task[task_id]
+        scored = official.per_task[task_id]
+        assert scored["success"] and "tampered" not in scored, scored
+        assert (scored["num_passed"], scored["num_tests"]) == passed[task_id], (scored, passed[task_id])
 
 
 def test_forged_statements_are_refused_and_honest_ones_accepted(task_source, run, appworld_root, tmp_path):

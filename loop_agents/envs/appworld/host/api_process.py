@@ -16,7 +16,7 @@ Every budget of the policy's calls is enforced here, before the work: AppWorld's
 state's size (state_budget.py: a call that takes it over the cap is undone from the saved state), and this
 process's CPU, checked before each unit of work done for the policy (a read, a request, whatever the frame
 holds), so it stops serving before its own RLIMIT_CPU: what it spends past `api_cpu_budget_s` is one unit's
-work, the save and the admin replies. A budget reached or a channel the policy closed sets `verdict`: the
+work, the admin replies and the save (which may use the hard limit's seconds too). A budget reached or a channel the policy closed sets `verdict`: the
 episode is over, as the policy's failure, and is scored on the state held here. Once a verdict is given this
 end of the channel is closed (after the reply that says so has gone out), so nothing more the policy sends is
 worked on.
@@ -62,6 +62,14 @@ def _cpu_s() -> float:
     """This process's CPU seconds so far (getrusage: the world's frozen clock does not touch it)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_limit_to_hard() -> None:
+    """The save is the trusted side's own work on a state the budget kept under its cap: it gets the seconds up
+    to the hard RLIMIT_CPU (SIGKILL) as well, not only what the policy's 90 % left before SIGXCPU."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
 
 
 class ApiServer:
@@ -149,6 +157,7 @@ class ApiServer:
             return {"output": bool(self.world.task_completed())}
         if op == "save":
             self.cell_open = False
+            _cpu_limit_to_hard()
             began = now()
             self.world._save_state(self.world.output_db_home_path_on_disk)
             return {"output": {
