@@ -254,6 +254,11 @@ class AgentConfig:
     program: str = ""
     # an agent program running longer than this is stopped; its episode is scored on the environment's state
     timeout_s: float = 300.0
+    # a callable program's episodes are forked from one process that imported it and `preload` (~1 CPU-s of
+    # imports saved per episode: the openai package's); false = a new Python process per episode
+    fork: bool = True
+    # modules the fork server imports before forking (those not installed are skipped)
+    preload: list[str] = field(default_factory=lambda: ["openai"])
 
 
 @dataclass

@@ -22,6 +22,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from loop_agents.gateway.forked_programs import ForkedPrograms
 from loop_agents.gateway.launch import program_environment, run_program
 from loop_agents.gateway.program import AgentProgram
 from loop_agents.gateway.recorder import EpisodeRecorder
@@ -68,6 +69,7 @@ class ProgramEpisodes:
     parser: ToolCallParser
     tools: tuple[ToolSpec, ...]
     timeout_s: float
+    forked: ForkedPrograms | None = None  # a callable's episodes forked from its fork server, not spawned
     server: GatewayServer = field(default_factory=GatewayServer)
 
     async def play(
@@ -136,21 +138,22 @@ class ProgramEpisodes:
         )
         root = await self.server.start()
         self.server.open(session)
+        program_env = program_environment(
+            {
+                "OPENAI_BASE_URL": f"{root}/v1",
+                "OPENAI_API_KEY": session.key,
+                "LOOP_AGENTS_TOOLS_URL": f"{root}/tools",
+                "LOOP_AGENTS_MCP_URL": f"{root}/mcp",
+                "LOOP_AGENTS_TASK_ID": traj.task_id,
+            }
+        )
         try:
-            outcome = await run_program(
-                self.program.argv,
-                program_environment(
-                    {
-                        "OPENAI_BASE_URL": f"{root}/v1",
-                        "OPENAI_API_KEY": session.key,
-                        "LOOP_AGENTS_TOOLS_URL": f"{root}/tools",
-                        "LOOP_AGENTS_MCP_URL": f"{root}/mcp",
-                        "LOOP_AGENTS_TASK_ID": traj.task_id,
-                    }
-                ),
-                self.timeout_s,
-                session.ended_event,
-            )
+            if self.forked is not None:
+                outcome = await self.forked.run(program_env, self.timeout_s, session.ended_event)
+            else:
+                outcome = await run_program(
+                    self.program.argv, program_env, self.timeout_s, session.ended_event
+                )
         finally:
             self.server.close(session)
             async with (
@@ -191,3 +194,5 @@ class ProgramEpisodes:
 
     async def close(self) -> None:
         await self.server.stop()
+        if self.forked is not None:
+            await self.forked.close()

@@ -138,3 +138,22 @@ def smolagents_tool_calling(task, base_url, api_key, tools):
     model = OpenAIServerModel(model_id="policy", api_base=base_url, api_key=api_key)
     agent = ToolCallingAgent(tools=[as_tool(tool) for tool in tools], model=model, max_steps=2)
     return agent.run(task["prompt"])
+
+
+def leaves_a_grandchild(task, base_url, api_key, tools):
+    """Starts a process of its own (in its group), writes its pid to $GRANDCHILD_PID_FILE, and hangs."""
+    import subprocess
+
+    grandchild = subprocess.Popen(["sleep", "600"])
+    with open(os.environ["GRANDCHILD_PID_FILE"], "w") as out:
+        out.write(f"{os.getpid()} {grandchild.pid}")
+    time.sleep(3600)
+
+
+def shows_its_environment(task, base_url, api_key, tools):
+    """Exits with what its process holds of the episode and of the run's secrets as its last line."""
+    import sys
+
+    names = ("LOOP_AGENTS_TASK_ID", "OPENAI_API_KEY", "VLLM_API_KEY", "WANDB_API_KEY")
+    seen = {name: os.environ.get(name) for name in names}
+    sys.exit(json.dumps({**seen, "openai_imported": "openai" in sys.modules}))

@@ -16,6 +16,7 @@ from transformers import AutoTokenizer
 from loop_agents.envs.bundled.env import BundledTaskSource
 from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
 from loop_agents.gateway.episode import ProgramEpisodes
+from loop_agents.gateway.forked_programs import ForkedPrograms
 from loop_agents.gateway.program import parse_program
 from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.inference.hf_generator import HFTokenGenerator
@@ -37,20 +38,23 @@ def parts(tiny_model_dir):
     return ConversationRenderer(tokenizer), HFTokenGenerator(tiny_model_dir, max_model_len=2048, seed=0)
 
 
-def episodes_of(renderer, name: str) -> ProgramEpisodes:
+def episodes_of(renderer, name: str, forked: bool = False) -> ProgramEpisodes:
+    spec = f"tests.gateway.programs:{name}"
     return ProgramEpisodes(
-        program=parse_program(f"tests.gateway.programs:{name}"),
+        program=parse_program(spec),
         renderer=renderer,
         parser=parser_for("qwen2_5"),
         tools=tuple(GEM_HUNT_TOOLS),
         timeout_s=TIMEOUT_S,
+        forked=ForkedPrograms(spec, ["openai"]) if forked else None,
     )
 
 
-def test_every_misbehaving_program_is_a_counted_scored_episode(parts):
+@pytest.mark.parametrize("forked", [False, True], ids=["spawned", "forked"])
+def test_every_misbehaving_program_is_a_counted_scored_episode(parts, forked):
     renderer, generator = parts
     cfg = EpisodeConfig(max_tokens_per_turn=12, max_turns=4, max_context_tokens=2048, seed=0)
-    runners = {name: episodes_of(renderer, name) for name in PROGRAMS}
+    runners = {name: episodes_of(renderer, name, forked) for name in PROGRAMS}
     source = BundledTaskSource()
     task_ids = source.task_ids("dev")[:2]
 
