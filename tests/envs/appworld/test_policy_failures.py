@@ -109,6 +109,16 @@ def test_closing_the_channel_ends_the_episode_as_the_policys_failure(host, run):
     assert_kept(host, run, task_id, attacked, [unfinished(host, task_id)], "api_channel_closed")
 
 
+def test_the_policy_process_dying_ends_the_episode_as_the_policys_failure(host, run):
+    task_id = template_tasks(host, "note_delete_tagged")[2]
+    exit_now = "getattr(__import__('po' + 'six'), '_ex' + 'it')(3)"  # os._exit past AppWorld's name guard
+    cells = [unfinished(host, task_id), exit_now]
+    (_, steps, attacked), gap = ticking(run, play(host, task_id, cells))
+    assert steps[-1].done and steps[-1].info["error"] == "env_killed" and gap < 0.5, (steps[-1], gap)
+    assert steps[-1].observation == "Execution failed. The execution process died; the episode is over."
+    assert_kept(host, run, task_id, attacked, [unfinished(host, task_id)], "env_killed")
+
+
 def test_unread_pipelined_replies_and_queued_work_stop_with_the_cell(host, run):
     """5,000 requests sent and no reply read: the API process stops reading (its reply waits for a reader), the
     cell times out in its own process, and what it left is dropped at the cell's end, not worked on later."""
