@@ -18,6 +18,7 @@ program rewrote its history). Files, one responsibility each:
     render.py         a conversation -> prompt ids, the recorded ids of the model's own messages spliced in
     recorder.py       one episode's calls -> its Trajectory (segments, loss mask, log-probs)
     completions.py    one chat-completion request: budgets, sampling, tool-call parsing, the OpenAI response
+    streaming.py      `stream: true`: content deltas as the ids are sampled, then the rest of the reply
     tool_calls.py     one tool call of the program -> the environment's step (or an error result)
     mcp.py            the same tools over MCP (JSON-RPC of `POST /mcp`) for a command's MCP client
     session.py        one episode's state on the server: its key, recorder, budgets, why it ended

@@ -2,9 +2,10 @@
 
 What the gateway takes from the request and what it does not (docs/gateway.md):
 - `messages`, `tools` (rendered by the learner's chat template), `max_tokens` / `max_completion_tokens` (capped
-  by the run's `llm.max_new_tokens` and the context left), `n` (1 only), `stream`, `tool_choice` (`none`: the
-  reply's text is not parsed for calls; others parse it; sampling is never constrained, since the learner trains
-  the policy's own distribution).
+  by the run's `llm.max_new_tokens` and the context left), `n` (1 only), `stream` (streaming.py: content deltas
+  as the sampler produces the ids, when the generator can stream; `stream_options.include_usage`),
+  `tool_choice` (`none`: the reply's text is not parsed for calls; others parse it; sampling is never
+  constrained, since the learner trains the policy's own distribution).
 - `temperature`, `top_p`, `seed`, `stop`, `model`: accepted, not applied: the run samples at its own temperature
   (the sampler's log-probs are then the policy's, which PPO's ratio needs) and seeds each call as the in-process
   loop does. A different temperature asked for is counted under `metadata["gateway_overrides"]`.
@@ -20,6 +21,7 @@ from typing import Any
 
 from loop_agents.gateway.messages import RequestError, assistant_key, template_messages
 from loop_agents.gateway.session import EpisodeSession
+from loop_agents.gateway.streaming import ChunkSink, ContentStream, opens_thinking
 from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams
 from loop_agents.rollout.agent import answer_text
 from loop_agents.rollout.trajectory import FinishReason
@@ -55,22 +57,37 @@ def _seed(session: EpisodeSession, call: int) -> int | None:
     ) % 2**31
 
 
-async def _sample(session: EpisodeSession, prompt_ids: list[int], params: SamplingParams) -> Completion:
-    """The generator's completion, retried as the in-process loop retries; INFERENCE_ERROR ends the episode."""
+async def _sample(
+    session: EpisodeSession, prompt_ids: list[int], params: SamplingParams, stream: ContentStream | None
+) -> Completion:
+    """The generator's completion, retried as the in-process loop retries; INFERENCE_ERROR ends the episode. With
+    `stream` and a generator that can stream (`generate_streaming`), the ids go to `stream` as they are sampled;
+    once content was sent, a failed sample is not retried (the program has its text)."""
     cfg, errors = session.cfg, []
+    streaming = getattr(session.generator, "generate_streaming", None)
+    if stream is None or streaming is None:
+        stream = streaming = None
     for attempt in range(cfg.inference_retries + 1):
         if attempt:
             await asyncio.sleep(cfg.inference_retry_backoff_s * 2 ** (attempt - 1))
         try:
-            request = session.generator.generate(list(prompt_ids), params)
+            if stream is not None and streaming is not None:
+                stream.restart()
+                request = streaming(list(prompt_ids), params, stream.on_tokens)
+            else:
+                request = session.generator.generate(list(prompt_ids), params)
             timeout = cfg.generation_timeout_s
             completion = await (request if timeout is None else asyncio.wait_for(request, timeout))
             n = len(completion.token_ids)
             if n == 0 or n > params.max_tokens or len(completion.logprobs) != n:
                 raise InferenceFailure(f"malformed completion: {n} ids, {len(completion.logprobs)} logprobs")
+            if stream is not None and stream.token_ids != completion.token_ids:
+                raise InferenceFailure("the streamed ids are not the completion's")
             return completion
         except (InferenceFailure, TimeoutError) as err:
             errors.append(f"{type(err).__name__}: {err}")
+            if stream is not None and stream.sent:
+                break
         except Exception as err:  # a request the server rejects: retrying will not help
             errors.append(f"{type(err).__name__}: {err}")
             break
@@ -97,8 +114,12 @@ def assistant_reply(
     return parsed.content or None, parsed.calls, reasoning
 
 
-async def chat_completion(session: EpisodeSession, body: dict[str, Any]) -> dict[str, Any]:
-    """Answer one chat-completion request of the episode (RequestError for what the program sees as an error)."""
+async def chat_completion(
+    session: EpisodeSession, body: dict[str, Any], send_chunk: ChunkSink | None = None
+) -> dict[str, Any]:
+    """Answer one chat-completion request of the episode (RequestError for what the program sees as an error).
+    With `send_chunk` (`stream: true`) the reply also goes out as `chat.completion.chunk`s, the content while it
+    is sampled (streaming.py); the returned response is the same."""
     if body.get("n", 1) != 1:
         raise RequestError(400, "n must be 1: every sample is one call of the episode")
     messages = template_messages(body.get("messages"))
@@ -109,6 +130,12 @@ async def chat_completion(session: EpisodeSession, body: dict[str, Any]) -> dict
         session.check_open()
         session.model_calls += 1
         call_index = session.model_calls - 1
+        head = {
+            "id": f"chatcmpl-{call_index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or "policy"),
+        }
         if session.model_calls > session.call_budget:
             session.end(FinishReason.TURN_BUDGET, f"more than {session.call_budget} model calls")
             raise RequestError(
@@ -143,8 +170,17 @@ async def chat_completion(session: EpisodeSession, body: dict[str, Any]) -> dict
             stop_token_ids=session.renderer.chat.stop_token_ids(cfg.stop_tokens),
             seed=_seed(session, call_index),
         )
+        stream = live = None
+        if send_chunk is not None:
+            call_tag = getattr(session.parser, "open_tag", None) if parse_calls else None
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chat = session.renderer.chat
+            thinking = opens_thinking(chat.decode(session.renderer.generation_prompt_ids))
+            stream = ContentStream(chat.decode, call_tag, head, send_chunk, include_usage, thinking)
+            # a parser that names no call tag: where a call starts is known only at the end
+            live = stream if call_tag is not None or not parse_calls else None
         started = time.perf_counter()
-        completion = await _sample(session, prompt_ids, params)
+        completion = await _sample(session, prompt_ids, params, live)
         text = session.renderer.chat.decode(completion.token_ids)
         content, calls, reasoning = assistant_reply(session, text, parse_calls)
         key = assistant_key(content or "", [(c.name, c.arguments) for c in calls])
@@ -170,11 +206,7 @@ async def chat_completion(session: EpisodeSession, body: dict[str, Any]) -> dict
     if reasoning:
         message["reasoning_content"] = reasoning
     finish = "tool_calls" if calls else ("length" if completion.finish_reason == "length" else "stop")
-    return {
-        "id": f"chatcmpl-{call_index}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": str(body.get("model") or "policy"),
+    response = head | {
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {
             "prompt_tokens": len(prompt_ids),
@@ -182,21 +214,6 @@ async def chat_completion(session: EpisodeSession, body: dict[str, Any]) -> dict
             "total_tokens": len(prompt_ids) + len(completion.token_ids),
         },
     }
-
-
-def stream_chunks(response: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
-    """The response as `chat.completion.chunk` events (whole content in one delta; one delta per call)."""
-    choice = response["choices"][0]
-    message = choice["message"]
-    base = {k: response[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
-
-    chunks = [chunk({"role": "assistant", "content": message["content"] or ""})]
-    for j, call in enumerate(message.get("tool_calls", [])):
-        chunks.append(chunk({"tool_calls": [{"index": j, **call}]}))
-    chunks.append(chunk({}, choice["finish_reason"]))
-    if include_usage:
-        chunks.append(base | {"choices": [], "usage": response["usage"]})
-    return chunks
+    if stream is not None:
+        await stream.finish(response, lambda: session.count("gateway_stream", "diverged"))
+    return response

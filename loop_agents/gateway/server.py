@@ -1,7 +1,8 @@
 """The gateway's HTTP server: OpenAI chat completions and the episode's tools, on 127.0.0.1, one key per episode.
 
     GET  /v1/models              the one model the gateway serves ("policy"; any `model` a request names is it)
-    POST /v1/chat/completions    completions.py (with `stream: true`: server-sent events, then `data: [DONE]`)
+    POST /v1/chat/completions    completions.py (with `stream: true`: server-sent events as the reply is sampled,
+                                 streaming.py, then `data: [DONE]`)
     GET  /task                   the episode's task (task_id, sample_index, messages, prompt)
     GET  /tools                  the episode's tools, OpenAI function schemas
     POST /tools/{name}           one tool call; the body is the arguments object (tool_calls.py)
@@ -22,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from loop_agents.gateway import mcp
-from loop_agents.gateway.completions import chat_completion, stream_chunks
+from loop_agents.gateway.completions import chat_completion
 from loop_agents.gateway.messages import RequestError
 from loop_agents.gateway.session import EpisodeSession
 from loop_agents.gateway.tool_calls import call_tool, tool_schemas
@@ -117,19 +118,26 @@ class GatewayServer:
         body = await self._json(request)
         if not isinstance(body, dict):
             raise RequestError(400, "the body must be a JSON object")
-        response = await chat_completion(request[SESSION], body)
         if not body.get("stream"):
-            return web.json_response(response)
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        stream = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-        await stream.prepare(request)
-        for chunk in stream_chunks(response, include_usage):
-            await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await stream.write(b"data: [DONE]\n\n")
-        await stream.write_eof()
-        return stream
+            return web.json_response(await chat_completion(request[SESSION], body))
+        events = _EventStream(request)
+        try:
+            await chat_completion(request[SESSION], body, events.send)
+        except RequestError as err:
+            if events.response is None:  # refused before anything was sent: an ordinary error response
+                raise
+            await events.send(
+                {"error": {"message": str(err), "type": "invalid_request_error", "code": err.code}}
+            )
+        except Exception as err:
+            if events.response is None:
+                raise
+            log.exception("gateway request %s failed while streaming", request.path)
+            request[SESSION].end(
+                FinishReason.ENV_ERROR, f"gateway internal error {type(err).__name__}: {err}"
+            )
+            await events.send({"error": {"message": "internal error of the gateway; the episode is over"}})
+        return await events.close()
 
     async def _task(self, request: web.Request) -> web.Response:
         return web.json_response(request[SESSION].task)
@@ -150,3 +158,29 @@ class GatewayServer:
             request.headers.get("MCP-Protocol-Version"),
         )
         return web.Response(status=status) if reply is None else web.json_response(reply, status=status)
+
+
+class _EventStream:
+    """A streamed reply's server-sent events; the response starts with the first event, so a request refused
+    before it gets an ordinary HTTP error."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+
+    async def send(self, event: dict[str, Any]) -> None:
+        if self.response is None:
+            self.response = web.StreamResponse(
+                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            )
+            await self.response.prepare(self.request)
+        await self.response.write(f"data: {json.dumps(event)}\n\n".encode())
+
+    async def close(self) -> web.StreamResponse:
+        assert self.response is not None  # a streamed reply always sends its finish chunk
+        try:
+            await self.response.write(b"data: [DONE]\n\n")
+            await self.response.write_eof()
+        except ConnectionError:  # the program went away; its call was recorded all the same
+            pass
+        return self.response

@@ -7,12 +7,18 @@ stop token (from `stop_token_ids` or EOS) is part of `token_ids` (vLLM 0.32 keep
 §8 items 11/16): every request has a timeout, failures are retried a bounded number of times with exponential
 backoff, the adapter name is held locally instead of a `GET /v1/models` per request, and several servers are
 balanced by in-flight count.
+
+`generate_streaming` sends the same request with `stream: true` and hands over each chunk's sampled ids (vLLM's
+streamed completion chunks carry their own `token_ids` and `logprobs`) as they arrive. Failures are retried as for
+`generate` until the first id has been handed over; after that the request fails (the ids given out cannot be
+taken back).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -22,7 +28,13 @@ import aiohttp
 from loop_agents.inference.api_key import auth_headers, unauthorized_hint
 from loop_agents.inference.config import ClientConfig
 from loop_agents.inference.errors import InvalidInferenceRequest, RequestAborted
-from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams, TokenGenerator
+from loop_agents.inference.protocol import (
+    Completion,
+    InferenceFailure,
+    SamplingParams,
+    TokenGenerator,
+    TokenSink,
+)
 
 _TOKEN_PREFIX = "token_id:"
 
@@ -142,20 +154,40 @@ class VLLMClient:
         """Sample one continuation of `prompt_ids` with the current adapter (which follows publishes)."""
         return await self._generate(prompt_ids, params, pinned=None, follow_latest=True)
 
-    async def _generate(
-        self, prompt_ids: list[int], params: SamplingParams, pinned: str | None, follow_latest: bool
+    async def generate_streaming(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink
     ) -> Completion:
-        """Retry loop; raises InferenceFailure after the retries are spent, InvalidInferenceRequest at once."""
+        """`generate`, handing the sampled ids to `on_tokens` as the server streams them."""
+        return await self._generate(prompt_ids, params, pinned=None, follow_latest=True, on_tokens=on_tokens)
+
+    async def _generate(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        pinned: str | None,
+        follow_latest: bool,
+        on_tokens: TokenSink | None = None,
+    ) -> Completion:
+        """Retry loop; raises InferenceFailure after the retries are spent (or once a streamed id was handed
+        over), InvalidInferenceRequest at once."""
         self._check_request(prompt_ids, params)
         if self.base_model is None:
             await self._discover_base_model()
         attempt, stale_refreshes = 0, 0
         last_error = ""
+        handed_over = [0]
+        sink = None
+        if on_tokens is not None:
+
+            async def sink(ids: list[int], logprobs: list[float]) -> None:
+                handed_over[0] += len(ids)
+                await on_tokens(ids, logprobs)
+
         while True:
             url = self._pick_server()
             model = (self._adapter if follow_latest else pinned) or self.base_model
             try:
-                return await self._post_once(url, model, prompt_ids, params)
+                return await self._post_once(url, model, prompt_ids, params, sink)
             except _StaleAdapter:
                 if not follow_latest:
                     raise InvalidInferenceRequest(f"adapter {model!r} is not loaded on {url}") from None
@@ -168,6 +200,10 @@ class VLLMClient:
             except InferenceFailure as exc:
                 last_error = str(exc)
                 self._cooldown_until[url] = time.monotonic() + self.config.server_cooldown_s
+                if handed_over[0]:
+                    raise InferenceFailure(
+                        f"the stream failed after {handed_over[0]} ids were handed over: {last_error}"
+                    ) from None
             if attempt >= self.config.max_retries:
                 raise InferenceFailure(
                     f"request failed after {attempt + 1} attempts; last error: {last_error}"
@@ -176,7 +212,12 @@ class VLLMClient:
             attempt += 1
 
     async def _post_once(
-        self, url: str, model: str, prompt_ids: list[int], params: SamplingParams
+        self,
+        url: str,
+        model: str,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        on_tokens: TokenSink | None = None,
     ) -> Completion:
         body = {
             "model": model,
@@ -195,11 +236,15 @@ class VLLMClient:
         }
         if params.seed is not None:
             body["seed"] = params.seed
+        if on_tokens is not None:
+            body["stream"] = True
         session = self._get_session()
         self._in_flight[url] += 1
         try:
             timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s)
             async with session.post(f"{url}/v1/completions", json=body, timeout=timeout) as reply:
+                if reply.status == 200 and on_tokens is not None:
+                    return await _read_stream(reply, on_tokens, self.base_model)
                 if reply.status == 200:
                     return _parse_completion(await reply.json(), self.base_model)
                 text = (await reply.text())[:500]
@@ -265,6 +310,14 @@ class _PinnedAdapter:
         """Sample with the pinned adapter; same retries and errors as VLLMClient.generate."""
         return await self.client._generate(prompt_ids, params, pinned=self.adapter, follow_latest=False)
 
+    async def generate_streaming(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink
+    ) -> Completion:
+        """`generate`, handing the sampled ids to `on_tokens` as the server streams them."""
+        return await self.client._generate(
+            prompt_ids, params, pinned=self.adapter, follow_latest=False, on_tokens=on_tokens
+        )
+
 
 class _FollowingAdapter:
     """TokenGenerator view of a VLLMClient that names whichever adapter `current()` gives at each request."""
@@ -275,22 +328,37 @@ class _FollowingAdapter:
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
         """Sample with the current adapter; if it was unloaded between reading its name and the request (a
         publish in between), ask again with the name `current()` gives then."""
+        return await self._generate(prompt_ids, params, None)
+
+    async def generate_streaming(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink
+    ) -> Completion:
+        """`generate`, handing the sampled ids to `on_tokens` as the server streams them."""
+        return await self._generate(prompt_ids, params, on_tokens)
+
+    async def _generate(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink | None
+    ) -> Completion:
         for _ in range(3):
             name = self.current()
             try:
-                return await self.client._generate(prompt_ids, params, pinned=name, follow_latest=False)
-            except InvalidInferenceRequest:
+                return await self.client._generate(
+                    prompt_ids, params, pinned=name, follow_latest=False, on_tokens=on_tokens
+                )
+            except InvalidInferenceRequest:  # refused before any id was streamed
                 if self.current() == name:
                     raise
-        return await self.client._generate(prompt_ids, params, pinned=self.current(), follow_latest=False)
+        return await self.client._generate(
+            prompt_ids, params, pinned=self.current(), follow_latest=False, on_tokens=on_tokens
+        )
 
 
 class _StaleAdapter(Exception):
     """The adapter named in the request was unloaded (a publish happened); re-read the name and retry."""
 
 
-def _parse_completion(payload: dict, base_model: str) -> Completion:
-    choice = payload["choices"][0]
+def _choice_tokens(choice: dict) -> tuple[list[int], list[float]]:
+    """The sampled ids of a completion choice (or of one streamed chunk's) and their logprobs."""
     if choice.get("finish_reason") == "abort":
         raise RequestAborted("the server aborted the request")
     logprobs = choice.get("logprobs") or {}
@@ -302,11 +370,51 @@ def _parse_completion(payload: dict, base_model: str) -> Completion:
         raise InferenceFailure(
             f"malformed completion: {len(token_ids)} tokens but logprobs {token_logprobs[:8]}"
         )
-    finish = choice.get("finish_reason") or "length"
-    model = payload.get("model")
+    return list(token_ids), [float(lp) for lp in token_logprobs]
+
+
+def _completion(token_ids, logprobs, finish: str | None, model: str | None, base_model: str) -> Completion:
     return Completion(
-        token_ids=list(token_ids),
-        logprobs=[float(lp) for lp in token_logprobs],
+        token_ids=token_ids,
+        logprobs=logprobs,
         finish_reason="stop" if finish == "stop" else "length",
         adapter=None if model == base_model else model,
     )
+
+
+def _parse_completion(payload: dict, base_model: str) -> Completion:
+    choice = payload["choices"][0]
+    token_ids, logprobs = _choice_tokens(choice)
+    return _completion(token_ids, logprobs, choice.get("finish_reason"), payload.get("model"), base_model)
+
+
+async def _read_stream(reply: aiohttp.ClientResponse, on_tokens: TokenSink, base_model: str) -> Completion:
+    """A streamed completion's server-sent events -> the Completion, each chunk's ids handed to `on_tokens`.
+    Events are split by hand: the first chunk echoes the prompt's ids, a line longer than aiohttp's line limit."""
+    token_ids: list[int] = []
+    logprobs: list[float] = []
+    finish = model = None
+    buffer = b""
+    async for data in reply.content.iter_any():
+        buffer += data
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
+                continue
+            try:
+                payload = json.loads(line[5:])
+            except json.JSONDecodeError as err:
+                raise InferenceFailure(f"malformed stream event: {err}") from None
+            if "error" in payload:
+                raise InferenceFailure(f"the server failed while streaming: {str(payload['error'])[:300]}")
+            model = payload.get("model", model)
+            for choice in payload.get("choices") or []:
+                ids, lps = _choice_tokens(choice)
+                finish = choice.get("finish_reason") or finish
+                if ids:
+                    token_ids += ids
+                    logprobs += lps
+                    await on_tokens(ids, lps)
+    if finish is None:
+        raise InferenceFailure(f"the stream ended after {len(token_ids)} ids without a finish reason")
+    return _completion(token_ids, logprobs, finish, model, base_model)

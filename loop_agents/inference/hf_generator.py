@@ -10,18 +10,20 @@ same quantity (the policy's log pi(token), which is what PPO needs at temperatur
 
 Requests are served one at a time in a worker thread (the event loop stays free); a model shared by
 many concurrent episodes therefore serialises them, which is fine for the tiny models it is meant for.
+`generate_streaming` is the same sampling, each sampled id handed to the event loop as it is drawn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams
+from loop_agents.inference.protocol import Completion, InferenceFailure, SamplingParams, TokenSink
 
 
 class HFTokenGenerator:
@@ -43,11 +45,51 @@ class HFTokenGenerator:
         prompt = list(prompt_ids)  # the caller may keep appending to its list while we sample
         return await asyncio.to_thread(self._generate_sync, prompt, params)
 
-    def _generate_sync(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
+    async def generate_streaming(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink
+    ) -> Completion:
+        """`generate`, awaiting `on_tokens` with the ids drawn since its last call whenever the loop gets to it."""
+        loop = asyncio.get_running_loop()
+        drawn: asyncio.Queue[tuple[int, float] | None] = asyncio.Queue()  # None: sampling is over
+
+        def hand_over(item: tuple[int, float] | None) -> None:  # in the worker thread
+            try:
+                loop.call_soon_threadsafe(drawn.put_nowait, item)
+            except RuntimeError:  # the caller's loop is gone (it was cancelled): nobody is listening
+                pass
+
+        def sample() -> Completion:
+            try:
+                return self._generate_sync(prompt, params, lambda token, lp: hand_over((token, lp)))
+            finally:
+                hand_over(None)
+
+        prompt = list(prompt_ids)
+        work = asyncio.ensure_future(asyncio.to_thread(sample))
+        try:
+            over = False
+            while not over:
+                batch = [await drawn.get()]
+                while not drawn.empty():
+                    batch.append(drawn.get_nowait())
+                over = batch[-1] is None
+                ids = [item for item in batch if item is not None]
+                if ids:
+                    await on_tokens([token for token, _ in ids], [lp for _, lp in ids])
+            return await work
+        finally:
+            work.cancel()  # a cancelled caller: the thread finishes its sample, nobody waits for it
+
+    def _generate_sync(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        emit: Callable[[int, float], None] | None = None,
+    ) -> Completion:
         self._check_request(prompt_ids, params)
         with self._lock:
             try:
-                return self._sample(prompt_ids, params)
+                return self._sample(prompt_ids, params, emit)
             except RuntimeError as err:  # torch errors, out-of-memory included
                 raise InferenceFailure(f"generation failed: {err}") from err
 
@@ -68,7 +110,9 @@ class HFTokenGenerator:
             raise ValueError(f"bad sampling params: temperature={params.temperature}, top_p={params.top_p}")
 
     @torch.inference_mode()
-    def _sample(self, prompt_ids: list[int], params: SamplingParams) -> Completion:
+    def _sample(
+        self, prompt_ids: list[int], params: SamplingParams, emit: Callable[[int, float], None] | None
+    ) -> Completion:
         device = next(self.model.parameters()).device
         rng = self._rng if params.seed is None else torch.Generator(device="cpu").manual_seed(params.seed)
         stop = set(params.stop_token_ids)
@@ -81,6 +125,8 @@ class HFTokenGenerator:
             token = _draw(logits, params, rng)
             ids.append(token)
             logprobs.append(float(torch.log_softmax(logits, dim=-1)[token]))
+            if emit is not None:
+                emit(token, logprobs[-1])
             if token in stop:
                 finish = "stop"
                 break

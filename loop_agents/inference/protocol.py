@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,3 +40,18 @@ class TokenGenerator(Protocol):
     """Anything that samples continuations of token-id prompts (the vLLM client implements it)."""
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Completion: ...
+
+
+# new sampled ids and their log-probs, in order, as the sampler produces them
+TokenSink = Callable[[list[int], list[float]], Awaitable[None]]
+
+
+class StreamingTokenGenerator(TokenGenerator, Protocol):
+    """A TokenGenerator that can also hand over the sampled ids while it samples (the gateway's `stream: true`)."""
+
+    async def generate_streaming(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink
+    ) -> Completion:
+        """`generate`'s Completion (the same sample for the same request and seed); before returning it, awaits
+        `on_tokens(ids, logprobs)` for the ids as they are sampled, which concatenated are its `token_ids`."""
+        ...
