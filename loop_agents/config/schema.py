@@ -239,6 +239,9 @@ class LearnerConfig:
     # full warm start: also keep the warm model under this directory, keyed by the SHA-256 of the base model,
     # the demonstrations and the SFT settings, and reuse it from there in any run ("" = the run dir only)
     sft_cache_dir: str = ""
+    # the warm start's seed (the tiny model's initialisation and the SFT's order); null = run.seed. One value for
+    # several run.seed values trains RL seeds from one warm model (with sft_cache_dir: built once)
+    sft_seed: int | None = None
 
 
 @dataclass

@@ -85,6 +85,7 @@ LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
     "learner.sft_redraw_epoch": (1, True),
     "learner.sft_batch_size": (1, True),
     "learner.sft_stall_copy": (0.0, False),
+    "learner.sft_seed": (0, True),
 }
 UPPER_BOUNDS: dict[str, float] = {
     "algorithm.clip_low": 1.0,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from loop_agents.algorithms import AlgorithmConfig, compute_advantages, filter_by_advantage
 from loop_agents.algorithms.registry import from_schema
@@ -29,6 +29,13 @@ from loop_agents.tiny_model import TinyModelSpec, build_tiny_model
 __all__ = ["plan", "prune_checkpoints"]
 
 
+def warm_seed(cfg: DictConfig) -> int:
+    """The seed of the policy's start: the tiny model's initialisation and the warm start (`learner.sft_seed`,
+    else `run.seed`)."""
+    seed = OmegaConf.select(cfg, "learner.sft_seed", default=None)
+    return int(cfg.run.seed if seed is None else seed)
+
+
 def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
     """The model directory: `tiny` builds the tiny test model into the run dir (once)."""
     if cfg.llm.model_path != "tiny":
@@ -39,7 +46,7 @@ def resolve_model(cfg: DictConfig, run_dir: Path) -> str:
     if not (out / "config.json").exists():
         began = time.perf_counter()
         print(f"[model] building the tiny test model into {out} (its tokenizer is trained here)", flush=True)
-        build_tiny_model(out, TinyModelSpec(**size, chat_template=cfg.llm.chat_template, seed=cfg.run.seed))
+        build_tiny_model(out, TinyModelSpec(**size, chat_template=cfg.llm.chat_template, seed=warm_seed(cfg)))
         print(f"[model] tiny model ready in {time.perf_counter() - began:.0f} s", flush=True)
     else:
         check_tiny_model_size(out, size)

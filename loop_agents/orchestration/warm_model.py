@@ -42,7 +42,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
         settings = dict(
             epochs=cfg.learner.sft_epochs,
             lr=cfg.learner.sft_lr,
-            seed=cfg.run.seed,
+            seed=C.warm_seed(cfg),
             batch_size=cfg.learner.sft_batch_size,
             provenance=provenance,
             ready_at=cfg.learner.sft_until_p_optimal,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from loop_agents.config.load import compose
+from loop_agents.config.validate import ConfigError
 from loop_agents.errors import CachedModelMismatch
 from loop_agents.orchestration import warm_model
 from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
@@ -82,3 +83,30 @@ def test_a_resume_reuses_its_own_warm_model_without_rebuilding_the_demonstration
         warm_model.policy_model_path(cfg, tmp_path)
     (warm / "warm_start.json").write_text(json.dumps({"provenance": {"lr": cfg.learner.sft_lr}}))
     assert warm_model.policy_model_path(cfg, tmp_path) == str(warm)
+
+
+def test_rl_seeds_share_one_warm_start_through_sft_seed(tmp_path: Path, capsys) -> None:
+    """`learner.sft_seed`: runs of other `run.seed`s start from the same tiny model and warm model (the second
+    one from the cache); without it, another run.seed is another warm start."""
+    shrunk = ["experiment=demo", "learner.sft_epochs=1", "learner.sft_until_p_optimal=null",
+              "env.options.demo_count=16", "learner.sft_check_episodes=2", f"learner.sft_cache_dir={tmp_path / 'cache'}"]  # fmt: skip
+
+    def warm(run: str, *overrides: str) -> Path:
+        cfg = compose([*shrunk, f"run.dir={tmp_path / run}", *overrides])
+        return Path(warm_model.policy_model_path(cfg, tmp_path / run))
+
+    first = warm("s0", "run.seed=0")
+    shared = warm("s1_from_0", "run.seed=1", "learner.sft_seed=0")
+    assert "reused the cached warm model" in capsys.readouterr().out
+    assert (first / "model.safetensors").read_bytes() == (shared / "model.safetensors").read_bytes()
+    assert (tmp_path / "s1_from_0" / "tiny_model" / "model.safetensors").read_bytes() == (
+        tmp_path / "s0" / "tiny_model" / "model.safetensors"
+    ).read_bytes()
+    own = warm("s1", "run.seed=1")
+    assert "reused" not in capsys.readouterr().out
+    assert (own / "model.safetensors").read_bytes() != (first / "model.safetensors").read_bytes()
+
+
+def test_a_negative_sft_seed_is_one_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="learner.sft_seed"):
+        compose(["experiment=demo", "learner.sft_seed=-1", f"run.dir={tmp_path}"])
