@@ -62,6 +62,29 @@ def certain_content(text: str, call_tag: str | None, thinking: bool = False) -> 
     return _hold_tag_start(text.rstrip("\ufffd"), tags).rstrip()
 
 
+class IncrementalText:
+    """The text of ids that keep coming, decoded a few ids at a time (a whole decode per id would cost quadratic
+    time on a long reply): each step decodes the ids since the previous step's start and appends what they add,
+    once no character is left half sampled (vLLM's incremental detokenizing; exact for byte-level tokenizers)."""
+
+    def __init__(self, decode: Callable[[list[int]], str]) -> None:
+        self._decode = decode
+        self.ids: list[int] = []
+        self.text = ""
+        self._prefix = self._read = (
+            0  # the window: ids[_prefix:_read] were decoded last time, ids[_read:] are new
+        )
+
+    def extend(self, ids: list[int]) -> str:
+        self.ids += ids
+        before = self._decode(self.ids[self._prefix : self._read])
+        now = self._decode(self.ids[self._prefix :])
+        if len(now) > len(before) and not now.endswith("\ufffd"):
+            self.text += now[len(before) :]
+            self._prefix, self._read = self._read, len(self.ids)
+        return self.text
+
+
 class ContentStream:
     """One streamed call: takes the sampled ids as they come and sends `chat.completion.chunk`s: the content
     deltas they make certain, then (`finish`) the rest of the reply."""
@@ -80,14 +103,18 @@ class ContentStream:
         self._base = {"id": head["id"], "object": "chat.completion.chunk", "created": head["created"]}
         self._base["model"] = head["model"]
         self._include_usage = include_usage
-        self.token_ids: list[int] = []
+        self._text = IncrementalText(decode)
         self.sent = ""  # the content sent so far
         self._started = self._broken = False
 
+    @property
+    def token_ids(self) -> list[int]:
+        """The ids handed over so far."""
+        return self._text.ids
+
     async def on_tokens(self, ids: list[int], logprobs: list[float]) -> None:
         """The generator's TokenSink: more sampled ids."""
-        self.token_ids += ids
-        certain = certain_content(self._decode(self.token_ids), self._call_tag, self._thinking)
+        certain = certain_content(self._text.extend(ids), self._call_tag, self._thinking)
         if len(certain) > len(self.sent) and certain.startswith(self.sent):
             delta = certain[len(self.sent) :]
             self.sent = certain
@@ -95,7 +122,7 @@ class ContentStream:
 
     def restart(self) -> None:
         """A retried sample (allowed only while no content was sent): forget the failed one's ids."""
-        self.token_ids = []
+        self._text = IncrementalText(self._decode)
 
     async def finish(self, response: dict[str, Any], diverged: Callable[[], None]) -> None:
         """The rest of `response` (the whole reply): its content not yet sent, its calls, its reasoning, its

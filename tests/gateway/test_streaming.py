@@ -6,6 +6,7 @@ recorded trajectory is the one a call that is not streamed records."""
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from openai import APIError, AsyncOpenAI
@@ -16,7 +17,7 @@ from loop_agents.gateway.recorder import EpisodeRecorder
 from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.gateway.server import GatewayServer
 from loop_agents.gateway.session import EpisodeSession
-from loop_agents.gateway.streaming import certain_content
+from loop_agents.gateway.streaming import IncrementalText, certain_content
 from loop_agents.inference.hf_generator import HFTokenGenerator
 from loop_agents.inference.protocol import InferenceFailure
 from loop_agents.rollout.config import EpisodeConfig
@@ -221,3 +222,23 @@ def test_certain_content_holds_back_what_may_change():
     assert certain_content("still thinking", CALL_TAG, thinking=True) == ""
     assert certain_content("thought</think>\n\nAnswer", CALL_TAG, thinking=True) == "\n\nAnswer"
     assert certain_content("caf\ufffd", None) == "caf"  # a character whose bytes are not all sampled
+
+
+def test_incremental_text_is_the_start_of_the_whole_decode(tokenizer):
+    """On random ids (special tokens and half characters included), the incrementally decoded text is always the
+    start of the decode of all ids so far, and at the end it lacks at most a tail still held as half a character."""
+    rng = random.Random(0)
+
+    def decode(ids):
+        return tokenizer.decode(ids, skip_special_tokens=True)
+
+    for _ in range(20):
+        ids = [rng.randrange(len(tokenizer)) for _ in range(200)]
+        text, given = IncrementalText(decode), 0
+        while given < len(ids):
+            step = rng.randint(1, 3)
+            text.extend(ids[given : given + step])
+            given += step
+            assert decode(ids[:given]).startswith(text.text)
+        whole = decode(ids)
+        assert whole == text.text or whole.endswith("\ufffd")
