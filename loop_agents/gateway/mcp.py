@@ -116,7 +116,8 @@ async def handle_post(
             None, JsonRpcError(INVALID_REQUEST, "requests from other origins are refused")
         )
     if protocol_version is not None and protocol_version not in PROTOCOL_VERSIONS:
-        message = f"unsupported MCP-Protocol-Version {protocol_version[:40]!r}; supported: {', '.join(PROTOCOL_VERSIONS)}"
+        supported = ", ".join(PROTOCOL_VERSIONS)
+        message = f"unsupported MCP-Protocol-Version {protocol_version[:40]!r}; supported: {supported}"
         return 400, error_response(None, JsonRpcError(INVALID_REQUEST, message))
     reply = await answer(session, body)
     if reply is None:

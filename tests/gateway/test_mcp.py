@@ -168,15 +168,19 @@ def test_keys_and_malformed_frames(tokenizer):
                 notification = await post(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
                 assert notification.status_code == 202 and notification.content == b""
                 # arguments that are not an object: a malformed call the program sees as an error result
-                not_object = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "open", "arguments": [1]}}'
+                not_object = (
+                    b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "open", '
+                )
+                not_object += b'"arguments": [1]}}'
                 reply = (await post(not_object)).json()["result"]
                 assert reply["isError"] and reply["content"][0]["text"].startswith("Error (malformed_call)")
                 # the episode goes on: a good call steps the environment
-                call = b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "open", "arguments": {"container": "red box"}}}'
+                call = b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", '
+                call += b'"params": {"name": "open", "arguments": {"container": "red box"}}}'
                 reply = (await post(call)).json()["result"]
                 assert reply["isError"] is False and reply["content"][0]["type"] == "text"
                 assert session.ended is None and other.tool_calls == 0
-                # the tool budget (max_turns=2) is spent: a JSON-RPC error, and the episode ends as the HTTP route's
+                # the tool budget (max_turns=2) is spent: a JSON-RPC error; the episode ends as on the HTTP route
                 over = (await post(call.replace(b'"id": 8', b'"id": 9'))).json()["error"]
                 assert over["code"] == -32000 and over["data"] == {"status": 429, "code": "call_budget"}
                 assert session.ended == FinishReason.TURN_BUDGET
