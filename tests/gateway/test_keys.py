@@ -10,15 +10,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from loop_agents.envs.bundled.env import BundledEnvironment
-from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
-from loop_agents.gateway.recorder import EpisodeRecorder
-from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.gateway.server import GatewayServer
 from loop_agents.gateway.session import EpisodeSession
 from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.text_agent import TextActionAgent
-from loop_agents.rollout.trajectory import Trajectory
-from loop_agents.tools.parsers import parser_for
+from tests.gateway.sessions import gem_hunt_session
 from tests.gateway.test_recording import OPEN_CALL, OPENING, TOOLS, spelled
 from tests.rollout.scripted import ScriptedGenerator
 
@@ -31,17 +27,15 @@ def tokenizer(tiny_model_dir):
 async def _session(tokenizer, task_id: str, turns) -> EpisodeSession:
     env = BundledEnvironment()
     reset = await env.reset(task_id)
-    return EpisodeSession(
+    return gem_hunt_session(
+        tokenizer,
+        ScriptedGenerator(turns),
+        EpisodeConfig(max_tokens_per_turn=120, max_turns=6, max_context_tokens=4096),
         task={"task_id": task_id, "messages": OPENING},
-        recorder=EpisodeRecorder(Trajectory(task_id=task_id, group_id=task_id)),
-        generator=ScriptedGenerator(turns),
-        renderer=ConversationRenderer(tokenizer),
-        parser=parser_for("qwen2_5"),
         env=env,
         reset=reset,
         agent=TextActionAgent(),
-        tools=tuple(GEM_HUNT_TOOLS),
-        cfg=EpisodeConfig(max_tokens_per_turn=120, max_turns=6, max_context_tokens=4096),
+        group_id=task_id,
     )
 
 

@@ -21,14 +21,14 @@ from loop_agents.envs.bundled.env import BundledEnvironment, BundledTaskSource
 from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
 from loop_agents.gateway.episode import ProgramEpisodes
 from loop_agents.gateway.program import parse_program
-from loop_agents.gateway.recorder import EpisodeRecorder
 from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.gateway.server import GatewayServer
 from loop_agents.gateway.session import EpisodeSession
 from loop_agents.rollout.config import EpisodeConfig
 from loop_agents.rollout.text_agent import TextActionAgent
-from loop_agents.rollout.trajectory import FinishReason, Trajectory
+from loop_agents.rollout.trajectory import FinishReason
 from loop_agents.tools.parsers import parser_for
+from tests.gateway.sessions import gem_hunt_session
 from tests.rollout.scripted import ScriptedGenerator
 
 
@@ -40,17 +40,14 @@ def tokenizer(tiny_model_dir):
 async def _session(tokenizer, max_turns: int = 8) -> EpisodeSession:
     env = BundledEnvironment()
     reset = await env.reset("gemhunt_10000")
-    return EpisodeSession(
+    return gem_hunt_session(
+        tokenizer,
+        ScriptedGenerator([[0]]),
+        EpisodeConfig(max_turns=max_turns),
         task={"task_id": "gemhunt_10000", "messages": []},
-        recorder=EpisodeRecorder(Trajectory(task_id="gemhunt_10000", group_id="g")),
-        generator=ScriptedGenerator([[0]]),
-        renderer=ConversationRenderer(tokenizer),
-        parser=parser_for("qwen2_5"),
         env=env,
         reset=reset,
         agent=TextActionAgent(),
-        tools=tuple(GEM_HUNT_TOOLS),
-        cfg=EpisodeConfig(max_turns=max_turns),
     )
 
 

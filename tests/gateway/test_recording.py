@@ -15,12 +15,10 @@ from transformers import AutoTokenizer
 from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
 from loop_agents.gateway.completions import chat_completion
 from loop_agents.gateway.messages import RequestError
-from loop_agents.gateway.recorder import EpisodeRecorder
-from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.gateway.session import EpisodeSession
 from loop_agents.rollout.config import EpisodeConfig
-from loop_agents.rollout.trajectory import FinishReason, Trajectory
-from loop_agents.tools.parsers import parser_for
+from loop_agents.rollout.trajectory import FinishReason
+from tests.gateway.sessions import gem_hunt_session
 from tests.rollout.scripted import ScriptedGenerator
 
 TOOLS = [tool.openai_schema() for tool in GEM_HUNT_TOOLS]
@@ -48,18 +46,7 @@ def session_for(tokenizer, turns: list[list[int]], **cfg) -> tuple[EpisodeSessio
     settings = EpisodeConfig(max_tokens_per_turn=120, max_turns=6, max_context_tokens=4096, seed=0)
     for key, value in cfg.items():
         setattr(settings, key, value)
-    session = EpisodeSession(
-        task={"task_id": "t"},
-        recorder=EpisodeRecorder(Trajectory(task_id="t", group_id="g")),
-        generator=generator,
-        renderer=ConversationRenderer(tokenizer),
-        parser=parser_for("qwen2_5"),
-        env=None,
-        reset=None,
-        agent=None,
-        tools=tuple(GEM_HUNT_TOOLS),
-        cfg=settings,
-    )
+    session = gem_hunt_session(tokenizer, generator, settings)
     return session, generator
 
 

@@ -12,17 +12,14 @@ import pytest
 from openai import APIError, AsyncOpenAI
 from transformers import AutoTokenizer
 
-from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
-from loop_agents.gateway.recorder import EpisodeRecorder
-from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.gateway.server import GatewayServer
 from loop_agents.gateway.session import EpisodeSession
 from loop_agents.gateway.streaming import IncrementalText, certain_content
 from loop_agents.inference.hf_generator import HFTokenGenerator
 from loop_agents.inference.protocol import InferenceFailure
 from loop_agents.rollout.config import EpisodeConfig
-from loop_agents.rollout.trajectory import FinishReason, Trajectory
-from loop_agents.tools.parsers import parser_for
+from loop_agents.rollout.trajectory import FinishReason
+from tests.gateway.sessions import gem_hunt_session
 from tests.gateway.test_recording import OPEN_CALL, OPENING, TOOLS
 from tests.rollout.scripted import ScriptedGenerator
 
@@ -85,17 +82,10 @@ class HeldUntilSeen:
 
 
 def _session(tokenizer, generator) -> EpisodeSession:
-    return EpisodeSession(
-        task={"task_id": "t"},
-        recorder=EpisodeRecorder(Trajectory(task_id="t", group_id="g")),
-        generator=generator,
-        renderer=ConversationRenderer(tokenizer),
-        parser=parser_for("qwen2_5"),
-        env=None,
-        reset=None,
-        agent=None,
-        tools=tuple(GEM_HUNT_TOOLS),
-        cfg=EpisodeConfig(max_tokens_per_turn=64, max_turns=4, max_context_tokens=4096, seed=0),
+    return gem_hunt_session(
+        tokenizer,
+        generator,
+        EpisodeConfig(max_tokens_per_turn=64, max_turns=4, max_context_tokens=4096, seed=0),
     )
 
 

