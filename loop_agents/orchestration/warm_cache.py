@@ -29,6 +29,11 @@ def warm_model_key(base_dir: str | Path, demonstrations: list[Trajectory], setti
     return digest.hexdigest()[:16]
 
 
+def weights_digest(token_weights: list[list[float]]) -> str:
+    """SHA-256 (hex, 16 digits) of per-token loss weights (part of a warm model's key)."""
+    return hashlib.sha256(json.dumps(token_weights).encode()).hexdigest()[:16]
+
+
 def through_cache(
     cache_dir: str | Path, key: str, out_dir: Path, build: Callable[[], Path]
 ) -> tuple[Path, bool]:

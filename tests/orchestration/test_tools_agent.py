@@ -130,3 +130,27 @@ def test_text_demonstrations_stay_text(tiny_model_dir) -> None:
     chat, demos = warm_start_demonstrations(cfg, tiny_model_dir)
     assert not chat.tools and isinstance(make_agent(cfg), TextActionAgent)
     assert all(not m["content"].startswith("<tool_call>") for d in demos for m in d.messages)
+
+
+def test_the_code_keeps_its_share_of_the_warm_start_loss_in_tool_form(tiny_model_dir) -> None:
+    """A tool call's scaffolding makes a demonstration's trained tokens ~5x as many as its text actions; the gem's
+    code is weighed up by that factor in tool form, so its share of the loss is the text form's (within 3 points),
+    not a fifth of it (at which three warm-start orders copied the code at chance)."""
+
+    def code_share(overrides: list[str]) -> tuple[float, list]:
+        cfg = compose(["experiment=demo", "env.options.demo_count=100", *overrides])
+        chat, demos = warm_start_demonstrations(cfg, tiny_model_dir)
+        weights = selected_family(cfg).demonstration_weights(cfg, env_settings(cfg), chat, demos)
+        trained = [
+            (w, m)
+            for row, d in zip(weights, demos, strict=True)
+            for w, m in zip(row, d.loss_mask, strict=True)
+            if m
+        ]
+        return sum(w for w, _ in trained if w > 1) / sum(w for w, _ in trained), weights
+
+    text_share, text_weights = code_share([])
+    tools_share, tools_weights = code_share(["agent=tools"])
+    assert {w for row in text_weights for w in row} == {1.0, 4.0}  # the text form as before
+    assert max(w for row in tools_weights for w in row) > 4.0 * 3
+    assert abs(tools_share - text_share) < 0.03, (text_share, tools_share)

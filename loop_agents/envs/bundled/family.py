@@ -42,10 +42,19 @@ class GemHuntFamily(EnvironmentFamily):
 
     def demonstration_weights(self, cfg: Any, settings: BundledEnvConfig, chat: Any, demos):
         """With `env.options.demo_code_weight` != 1, the code symbols of each demonstration's final `answer <code>`
-        count that many times (copying the gem's code is the skill whose absence stalls a warm start, issue 18)."""
+        count that many times (copying the gem's code is the skill whose absence stalls a warm start, issue 18); in tool
+        form, scaled to keep the code's share of the loss (code_token_weights)."""
         if settings.demo_code_weight == 1.0:
             return None
-        return code_token_weights(demos, chat, float(settings.demo_code_weight))
+        text_loss_tokens = None
+        if (
+            chat.demonstration_form is not None
+        ):  # tool calls: the code keeps the share of the loss it has as text
+            text_loss_tokens = [
+                sum(len(chat.encode(m["content"])) + 1 for m in messages if m["role"] == "assistant")
+                for _, messages in self.demonstrations(cfg, settings, chat)
+            ]
+        return code_token_weights(demos, chat, float(settings.demo_code_weight), text_loss_tokens)
 
     def warm_start_checks(self, cfg: Any, settings: BundledEnvConfig, chat: Any, training_task_ids: set[str]):
         return warm_start_checks(cfg, settings, chat, training_task_ids)
