@@ -8,7 +8,8 @@ in `.venv-openenv`) sends over the bridge (bridge.py). What the host gives out, 
     reset             a session's new episode: the observation and the reset's task facts (what the agent reads)
     call              one tool call: its arguments checked against the tool's schema (a mismatch is a tool error
                       message, counted, and no step), then the text action it stands for, stepped
-    act               one text action, stepped (the text protocol of clients that send `{"text": ...}`)
+    act               one text action, stepped (the text protocol of clients that send `{"text": ...}`); an action
+                      the game raises on is an observation saying so, the episode going on (`action_error`)
     score             the episode's evaluation: the family's reward, success and scalar details (never per-test
                       results); refused in production mode, which has no reward
     close             the session's environment closed
@@ -170,7 +171,12 @@ class FamilyHost:
         return await self.step(session, action)
 
     async def step(self, session: Session, action: str) -> dict[str, Any]:
-        result = await session.env.step(action)
+        try:
+            result = await session.env.step(action)
+        except EnvironmentFailure:
+            raise
+        except Exception as err:  # noqa: BLE001 - the action is the policy's input: what it breaks is its own
+            return action_error(session, action, err)
         session.done = bool(result.done)
         return {"text": result.observation, "done": session.done, "tool_errors": session.tool_errors}
 
@@ -201,6 +207,16 @@ class FamilyHost:
         env, session.env = session.env, None
         if env is not None:
             await env.close()
+
+
+def action_error(session: Session, action: str, err: Exception) -> dict[str, Any]:
+    """The reply to an action the game raised on: an observation the agent sees, the episode going on (an error
+    reply would reach the client as a server failure, retried and then dropped, so a policy could make its own
+    failing episodes disappear by writing actions the game chokes on). Only `EnvironmentFailure`, which a family
+    raises for its own trusted side, stays an error. The score is the family's, of the game as it is."""
+    text = (f"Error: the game could not carry out {action[:200]!r} "
+            f"({type(err).__name__}: {' '.join(str(err).split())[:300]}).")  # fmt: skip
+    return {"text": text, "done": False, "tool_errors": session.tool_errors, "action_error": True}
 
 
 def is_environment_failure(err: BaseException) -> bool:
