@@ -17,6 +17,7 @@ a program that sends its history back unchanged gets a prompt that extends the p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from loop_agents.gateway.messages import RequestError
 from loop_agents.rollout.chat import ChatFormat, ChatTemplateError
 
 _PLACEHOLDER = "\u2063SPLICE{}\u2063"
+PIECES_CACHED = 4096  # pieces whose ids are kept: a program sends its history back with every call
 
 
 class ConversationRenderer:
@@ -45,6 +47,11 @@ class ConversationRenderer:
         if not after.startswith(turn_end_token):
             raise ChatTemplateError(f"the template does not end assistant turns with {turn_end_token!r}")
         self.assistant_header = header  # e.g. "<|im_start|>assistant\n"
+        # a piece's ids depend on its text only (it starts after a special token): each history piece is tokenized
+        # once, not again at every call of the episode (4.5 encodes a call, 7 ms, before)
+        self._piece_ids = functools.lru_cache(maxsize=PIECES_CACHED)(
+            lambda text: tuple(self.chat.encode(text))
+        )
 
     @property
     def generation_prompt_ids(self) -> list[int]:
@@ -88,7 +95,7 @@ class ConversationRenderer:
             at = text.find(placeholder, position)
             if at < 0:
                 raise ChatTemplateError(f"message {i} was not rendered as an assistant turn of its own")
-            ids += self.chat.encode(text[position:at])
+            ids += self._piece_ids(text[position:at])
             generation_prompt, sampled = spliced[i]
             ids += generation_prompt + sampled
             position = at + len(placeholder)
@@ -98,5 +105,5 @@ class ConversationRenderer:
                 )
             if sampled and sampled[-1] == self.chat.turn_end_id:
                 position += len(end_token)  # the model sampled it; the template's copy would be a second one
-        ids += self.chat.encode(text[position:])
+        ids += self._piece_ids(text[position:])
         return ids + self.chat.generation_prompt_ids
