@@ -39,7 +39,7 @@ SIDES = {
 }
 
 
-def _config(model: str, run_dir: Path, extra: list[str]):
+def _config(run_dir: Path, extra: list[str]):
     return compose(
         [
             "experiment=demo",
@@ -73,7 +73,7 @@ def run(model: str | None, tasks: int = 16, k: int = 6, rounds: int = 3) -> dict
         from loop_agents.tiny_model import build_tiny_model
 
         model = str(build_tiny_model(tmp / "model"))
-    configs = {side: _config(model, tmp / side, extra) for side, extra in SIDES.items()}
+    configs = {side: _config(tmp / side, extra) for side, extra in SIDES.items()}
     base = configs["in_process"]
     config = inference_config(base, model, plan(base)["inference_servers"][0])
     config.enable_lora, config.run_dir = False, str(tmp / "server")

@@ -33,7 +33,7 @@ import sys
 import traceback
 from dataclasses import dataclass, field
 
-from loop_agents.gateway.launch import TAIL_CHARS
+from loop_agents.gateway.launch import TAIL_CHARS, kill_group
 from loop_agents.gateway.program import load_callable
 from loop_agents.gateway.run_callable import play
 
@@ -46,13 +46,6 @@ class _Child:
     episode: int
     output: int  # the read end of its stdout/stderr pipe; -1 once at end of file
     tail: bytearray = field(default_factory=bytearray)
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _die_with_parent(parent: int) -> None:
@@ -129,7 +122,7 @@ class ForkServer:
     def kill(self, episode: int) -> None:
         pid = self.pid_of.get(episode)
         if pid is not None:  # not yet reaped: the pid cannot have been reused
-            _kill_group(pid)
+            kill_group(pid)
 
     def read_output(self, child: _Child) -> None:
         chunk = os.read(child.output, 65536)
@@ -151,7 +144,7 @@ class ForkServer:
             child = self.children.pop(pid, None)
             if child is None:
                 continue
-            _kill_group(pid)  # what the program left behind in its group goes with it
+            kill_group(pid)  # what the program left behind in its group goes with it
             while child.output >= 0 and select.select([child.output], [], [], 0)[0]:
                 self.read_output(child)
             if child.output >= 0:
@@ -178,7 +171,7 @@ class ForkServer:
                 data = os.read(0, 65536)
                 if not data:  # the worker is gone: so are the episodes
                     for pid in list(self.children):
-                        _kill_group(pid)
+                        kill_group(pid)
                     return
                 self.pending += data
                 *lines, self.pending = self.pending.split(b"\n")

@@ -11,23 +11,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import logging
-import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 
-from loop_agents.gateway.launch import ProgramOutcome, program_environment
+from loop_agents.gateway.launch import ProgramOutcome, kill_group, program_environment
 
-log = logging.getLogger(__name__)
 START_TIMEOUT_S = 120.0  # the program's imports
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class ForkServerError(RuntimeError):
@@ -92,9 +81,7 @@ class ForkedPrograms:
             for episode in [e for e, owner in self._sent_to.items() if owner is process]:
                 started = self._started.get(episode)
                 if started is not None and started.done() and not started.exception():
-                    _kill_group(
-                        started.result()
-                    )  # its leader died with the server; the rest of its group now
+                    kill_group(started.result())  # its leader died with the server; the rest of its group now
                 for future in (started, self._exited.get(episode)):
                     if future is not None and not future.done():
                         future.set_exception(gone)

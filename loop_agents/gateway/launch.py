@@ -46,9 +46,10 @@ async def _keep_tail(stream: asyncio.StreamReader, tail: list[str]) -> None:
         tail[0] = (tail[0] + chunk.decode(errors="replace"))[-TAIL_CHARS:]
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group `pid` leads (a program started in a session of its own), if it is still there."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -74,7 +75,7 @@ async def run_program(
     try:
         await asyncio.wait({exited, stopped}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finished = exited.done()
-        _kill_group(process)  # still running, or exited leaving children behind: the whole group goes
+        kill_group(process.pid)  # still running, or exited leaving children behind: the whole group goes
         await process.wait()
         try:
             await asyncio.wait_for(reader, 5)
@@ -89,6 +90,6 @@ async def run_program(
     finally:
         stopped.cancel()
         if process.returncode is None:  # cancelled (a straggler cut): never leave the program running
-            _kill_group(process)
+            kill_group(process.pid)
             exited.cancel()
             reader.cancel()
