@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -26,8 +25,9 @@ from dataclasses import replace
 import aiohttp
 
 from loop_agents.inference.api_key import auth_headers, unauthorized_hint
+from loop_agents.inference.completion_reply import parse_completion, read_stream
 from loop_agents.inference.config import ClientConfig
-from loop_agents.inference.errors import InvalidInferenceRequest, RequestAborted
+from loop_agents.inference.errors import InvalidInferenceRequest
 from loop_agents.inference.protocol import (
     Completion,
     InferenceFailure,
@@ -35,8 +35,6 @@ from loop_agents.inference.protocol import (
     TokenGenerator,
     TokenSink,
 )
-
-_TOKEN_PREFIX = "token_id:"
 
 
 class VLLMClient:
@@ -244,9 +242,9 @@ class VLLMClient:
             timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s)
             async with session.post(f"{url}/v1/completions", json=body, timeout=timeout) as reply:
                 if reply.status == 200 and on_tokens is not None:
-                    return await _read_stream(reply, on_tokens, self.base_model)
+                    return await read_stream(reply, on_tokens, self.base_model)
                 if reply.status == 200:
-                    return _parse_completion(await reply.json(), self.base_model)
+                    return parse_completion(await reply.json(), self.base_model)
                 text = (await reply.text())[:500]
         except TimeoutError as exc:
             raise InferenceFailure(f"{url} did not answer within {self.config.request_timeout_s} s") from exc
@@ -355,66 +353,3 @@ class _FollowingAdapter:
 
 class _StaleAdapter(Exception):
     """The adapter named in the request was unloaded (a publish happened); re-read the name and retry."""
-
-
-def _choice_tokens(choice: dict) -> tuple[list[int], list[float]]:
-    """The sampled ids of a completion choice (or of one streamed chunk's) and their logprobs."""
-    if choice.get("finish_reason") == "abort":
-        raise RequestAborted("the server aborted the request")
-    logprobs = choice.get("logprobs") or {}
-    token_logprobs = logprobs.get("token_logprobs") or []
-    token_ids = choice.get("token_ids")
-    if token_ids is None:
-        token_ids = [int(t.removeprefix(_TOKEN_PREFIX)) for t in logprobs.get("tokens") or []]
-    if len(token_ids) != len(token_logprobs) or any(lp is None for lp in token_logprobs):
-        raise InferenceFailure(
-            f"malformed completion: {len(token_ids)} tokens but logprobs {token_logprobs[:8]}"
-        )
-    return list(token_ids), [float(lp) for lp in token_logprobs]
-
-
-def _completion(token_ids, logprobs, finish: str | None, model: str | None, base_model: str) -> Completion:
-    return Completion(
-        token_ids=token_ids,
-        logprobs=logprobs,
-        finish_reason="stop" if finish == "stop" else "length",
-        adapter=None if model == base_model else model,
-    )
-
-
-def _parse_completion(payload: dict, base_model: str) -> Completion:
-    choice = payload["choices"][0]
-    token_ids, logprobs = _choice_tokens(choice)
-    return _completion(token_ids, logprobs, choice.get("finish_reason"), payload.get("model"), base_model)
-
-
-async def _read_stream(reply: aiohttp.ClientResponse, on_tokens: TokenSink, base_model: str) -> Completion:
-    """A streamed completion's server-sent events -> the Completion, each chunk's ids handed to `on_tokens`.
-    Events are split by hand: the first chunk echoes the prompt's ids, a line longer than aiohttp's line limit."""
-    token_ids: list[int] = []
-    logprobs: list[float] = []
-    finish = model = None
-    buffer = b""
-    async for data in reply.content.iter_any():
-        buffer += data
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
-                continue
-            try:
-                payload = json.loads(line[5:])
-            except json.JSONDecodeError as err:
-                raise InferenceFailure(f"malformed stream event: {err}") from None
-            if "error" in payload:
-                raise InferenceFailure(f"the server failed while streaming: {str(payload['error'])[:300]}")
-            model = payload.get("model", model)
-            for choice in payload.get("choices") or []:
-                ids, lps = _choice_tokens(choice)
-                finish = choice.get("finish_reason") or finish
-                if ids:
-                    token_ids += ids
-                    logprobs += lps
-                    await on_tokens(ids, lps)
-    if finish is None:
-        raise InferenceFailure(f"the stream ended after {len(token_ids)} ids without a finish reason")
-    return _completion(token_ids, logprobs, finish, model, base_model)

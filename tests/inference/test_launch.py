@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from loop_agents.inference.adapter_check import validate_adapter_dir
-from loop_agents.inference.client import _parse_completion
+from loop_agents.inference.completion_reply import parse_completion
 from loop_agents.inference.config import InferenceConfig
 from loop_agents.inference.errors import InferenceServerError, RequestAborted
 from loop_agents.inference.launch import server_command, server_environment
@@ -122,7 +122,7 @@ def test_completion_parsing_checks_alignment_and_aborts():
             }
         ],
     }
-    out = _parse_completion(payload, "base")
+    out = parse_completion(payload, "base")
     assert (out.token_ids, out.logprobs, out.finish_reason, out.adapter) == (
         [3, 9],
         [-0.5, -1.25],
@@ -131,10 +131,10 @@ def test_completion_parsing_checks_alignment_and_aborts():
     )
     payload["choices"][0]["token_ids"] = None
     payload["choices"][0]["logprobs"]["tokens"] = ["token_id:3", "token_id:9"]
-    assert _parse_completion(payload, "base").token_ids == [3, 9]
+    assert parse_completion(payload, "base").token_ids == [3, 9]
     payload["choices"][0]["finish_reason"] = "abort"
     with pytest.raises(RequestAborted):
-        _parse_completion(payload, "base")
+        parse_completion(payload, "base")
 
 
 def test_only_cpu_servers_rewind_generators_the_cpu_way(tiny_model_dir, tmp_path):
