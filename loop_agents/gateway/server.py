@@ -39,10 +39,21 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def _error_body(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
 def _error(status: int, message: str, code: str) -> web.Response:
-    return web.json_response(
-        {"error": {"message": message, "type": "invalid_request_error", "code": code}}, status=status
-    )
+    return web.json_response(_error_body(message, code), status=status)
+
+
+INTERNAL_ERROR = "internal error of the gateway; the episode is over"
+
+
+def _end_on_internal_error(request: web.Request, err: Exception, when: str = "") -> None:
+    """Our bug: the episode cannot be trusted any more; it is lost (retried), not scored."""
+    log.exception("gateway request %s failed%s", request.path, when)
+    request[SESSION].end(FinishReason.ENV_ERROR, f"gateway internal error {type(err).__name__}: {err}")
 
 
 class GatewayServer:
@@ -99,10 +110,9 @@ class GatewayServer:
             return _error(err.status, str(err), err.code)
         except web.HTTPException:
             raise
-        except Exception as err:  # our bug: the episode cannot be trusted any more; it is lost, not scored
-            log.exception("gateway request %s failed", request.path)
-            session.end(FinishReason.ENV_ERROR, f"gateway internal error {type(err).__name__}: {err}")
-            return _error(500, "internal error of the gateway; the episode is over", "internal_error")
+        except Exception as err:
+            _end_on_internal_error(request, err)
+            return _error(500, INTERNAL_ERROR, "internal_error")
 
     async def _json(self, request: web.Request) -> Any:
         try:
@@ -126,17 +136,12 @@ class GatewayServer:
         except RequestError as err:
             if events.response is None:  # refused before anything was sent: an ordinary error response
                 raise
-            await events.send(
-                {"error": {"message": str(err), "type": "invalid_request_error", "code": err.code}}
-            )
+            await events.send(_error_body(str(err), err.code))
         except Exception as err:
             if events.response is None:
                 raise
-            log.exception("gateway request %s failed while streaming", request.path)
-            request[SESSION].end(
-                FinishReason.ENV_ERROR, f"gateway internal error {type(err).__name__}: {err}"
-            )
-            await events.send({"error": {"message": "internal error of the gateway; the episode is over"}})
+            _end_on_internal_error(request, err, " while streaming")
+            await events.send({"error": {"message": INTERNAL_ERROR}})
         return await events.close()
 
     async def _task(self, request: web.Request) -> web.Response:
