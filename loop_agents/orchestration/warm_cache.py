@@ -1,8 +1,8 @@
 """A cache of full-weight warm models shared by runs (`learner.sft_cache_dir`).
 
-A warm model is a pure function of the base model's files, the demonstrations' tokens and the SFT settings,
-so it is stored under the SHA-256 of exactly those and copied into a run's `warm_model/` on a hit. This is
-what lets `experiment=debug` start from a warm start that took minutes to train once, in seconds.
+A warm model is a pure function of the base model's files, the demonstrations' tokens (and their loss weights) and
+the SFT settings, so it is stored under the SHA-256 of exactly those and copied into a run's `warm_model/` on a
+hit. This is what lets `experiment=debug` start from a warm start that took minutes to train once, in seconds.
 """
 
 from __future__ import annotations
@@ -17,21 +17,24 @@ from typing import Any
 from loop_agents.rollout.trajectory import Trajectory
 
 
-def warm_model_key(base_dir: str | Path, demonstrations: list[Trajectory], settings: dict[str, Any]) -> str:
-    """SHA-256 (hex, 16 digits) of the base model's files, the demonstrations' ids and masks, and `settings`."""
+def warm_model_key(
+    base_dir: str | Path,
+    demonstrations: list[Trajectory],
+    settings: dict[str, Any],
+    token_weights: list[list[float]] | None = None,
+) -> str:
+    """SHA-256 (hex, 16 digits) of the base model's files, the demonstrations' ids, masks and per-token loss weights
+    (when the family weighs tokens), and `settings`."""
     digest = hashlib.sha256()
     for path in sorted(Path(base_dir).iterdir()):
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     for demo in demonstrations:
         digest.update(json.dumps([list(demo.token_ids), list(demo.loss_mask)]).encode())
+    if token_weights is not None:  # what the model is trained on: another weighing is another model
+        digest.update(json.dumps(token_weights).encode())
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:16]
-
-
-def weights_digest(token_weights: list[list[float]]) -> str:
-    """SHA-256 (hex, 16 digits) of per-token loss weights (part of a warm model's key)."""
-    return hashlib.sha256(json.dumps(token_weights).encode()).hexdigest()[:16]
 
 
 def through_cache(

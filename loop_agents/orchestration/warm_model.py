@@ -13,7 +13,7 @@ from loop_agents.orchestration import components as C
 from loop_agents.orchestration.agent_choice import demonstrations_in_agent_form
 from loop_agents.orchestration.demonstrations import demonstration_weights, demonstrations, warm_start_checks
 from loop_agents.orchestration.full_sft import build_warm_model, check_reusable, recorded_warm_settings
-from loop_agents.orchestration.warm_cache import through_cache, warm_model_key, weights_digest
+from loop_agents.orchestration.warm_cache import through_cache, warm_model_key
 from loop_agents.rollout.runner import chat_format
 
 
@@ -79,9 +79,7 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
 
         if cfg.learner.sft_cache_dir:
             key_settings = {**settings, "env": cfg.env.name, "prompt": cfg.env.prompt}
-            if token_weights is not None:  # what the model is trained on: the weights too
-                key_settings["token_weights"] = weights_digest(token_weights)
-            key = warm_model_key(base, demos, key_settings)
+            key = warm_model_key(base, demos, key_settings, token_weights)
             warm, _ = through_cache(cfg.learner.sft_cache_dir, key, run_dir / "warm_model", build)
         else:
             warm = build()

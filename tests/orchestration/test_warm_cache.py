@@ -33,6 +33,7 @@ def test_key_depends_on_base_demonstrations_and_settings(tmp_path: Path) -> None
     assert key == warm_model_key(base, [_demo([1, 2, 3, 4])], {"epochs": 3})  # a pure function
     assert key != warm_model_key(base, demos, {"epochs": 4})
     assert key != warm_model_key(base, [_demo([1, 2, 3, 5])], {"epochs": 3})
+    assert key != warm_model_key(base, demos, {"epochs": 3}, [[1.0, 1.0, 4.0, 1.0]])  # weighed tokens
     (base / "config.json").write_text('{"hidden_size": 128}')
     assert key != warm_model_key(base, demos, {"epochs": 3})
 
