@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from loop_agents.config.agent_kind import agent_kind
 from loop_agents.envs.selected import make_agent as family_agent
 from loop_agents.envs.selected import selected_family
 from loop_agents.envs.settings import env_settings
@@ -19,16 +20,6 @@ from loop_agents.rollout.tool_agent import ToolCallingAgent, tool_schemas
 from loop_agents.tools.demonstrations import tool_form
 from loop_agents.tools.parsers import parser_for
 from loop_agents.tools.spec import ToolSpec, tools_of
-
-AGENT_KINDS = ("text", "tools")
-
-
-def agent_kind(cfg: DictConfig) -> str:
-    """`agent.kind` (text when the config has no `agent`, as runs written before it); `tools` with an agent program
-    (`agent.program`: it acts through the family's tools, so the warm start's demonstrations take that form)."""
-    if OmegaConf.select(cfg, "agent.program", default=""):
-        return "tools"
-    return str(OmegaConf.select(cfg, "agent.kind", default="text"))
 
 
 def agent_tools(cfg: DictConfig) -> list[ToolSpec] | None:

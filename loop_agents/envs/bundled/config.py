@@ -14,6 +14,9 @@ class BundledEnvConfig:
     # weight of the answer's code symbols in the warm start's token loss (1 = every action token alike); the
     # copy of the gem's code is the skill whose absence stalls a warm start (docs/log/demo.md)
     demo_code_weight: float = 1.0
+    # names and the code in double quotes in the observations (GemHuntGame.quoted); unset: quoted exactly when the
+    # agent calls the gem hunt's tools (`agent=tools`, an agent program), whose JSON arguments quote them
+    quoted_names: bool | None = None
 
     def __post_init__(self) -> None:
         if self.spare_moves < 0:

@@ -26,9 +26,11 @@ def noisy_action(game: GemHuntGame, noise: float, rng: random.Random) -> str:
     return f"open {rng.choice([n for n in game.task.room if f'open {n}' != best])}"
 
 
-def demonstration(index: int, noise: float, rng: random.Random, spare_moves: int = 1) -> list[dict[str, str]]:
-    """One episode of task `index` played by the noisy solver, as chat messages."""
-    game = GemHuntGame(generate_task(index), spare_moves=spare_moves)
+def demonstration(
+    index: int, noise: float, rng: random.Random, spare_moves: int = 1, quoted: bool = False
+) -> list[dict[str, str]]:
+    """One episode of task `index` played by the noisy solver, as chat messages (`quoted`: GemHuntGame's)."""
+    game = GemHuntGame(generate_task(index), spare_moves=spare_moves, quoted=quoted)
     messages = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": game.first_observation()},
@@ -43,7 +45,7 @@ def demonstration(index: int, noise: float, rng: random.Random, spare_moves: int
 
 
 def generate_demonstrations(
-    count: int, noise: float, seed: int = 0, split: str = "train", spare_moves: int = 1
+    count: int, noise: float, seed: int = 0, split: str = "train", spare_moves: int = 1, quoted: bool = False
 ) -> list[tuple[str, list[dict[str, str]]]]:
     """`count` (task_id, messages) demonstrations on distinct tasks of `split`, deterministic in `seed`."""
     if split not in SPLITS:
@@ -55,11 +57,16 @@ def generate_demonstrations(
         raise ValueError(f"asked for {count} demonstrations but split {split!r} has {len(indices)} tasks")
     rng = random.Random(f"gemhunt-demos:{seed}")
     chosen = rng.sample(indices, count)
-    return [(f"gemhunt_{i}", demonstration(i, noise, rng, spare_moves)) for i in chosen]
+    return [(f"gemhunt_{i}", demonstration(i, noise, rng, spare_moves, quoted)) for i in chosen]
 
 
 def heldout_clean_demonstrations(
-    count: int, exclude: set[str], split: str = "train", spare_moves: int = 1, seed: int = 0
+    count: int,
+    exclude: set[str],
+    split: str = "train",
+    spare_moves: int = 1,
+    seed: int = 0,
+    quoted: bool = False,
 ) -> list[tuple[str, list[dict[str, str]]]]:
     """`count` noise-free demonstrations on tasks of `split` not in `exclude` (the training demonstrations'
     task ids): the held-out set a warm start is checked on without touching dev."""
@@ -70,4 +77,4 @@ def heldout_clean_demonstrations(
         )
     rng = random.Random(f"gemhunt-heldout:{seed}")
     chosen = rng.sample(free, count)
-    return [(f"gemhunt_{i}", demonstration(i, 0.0, rng, spare_moves)) for i in chosen]
+    return [(f"gemhunt_{i}", demonstration(i, 0.0, rng, spare_moves, quoted)) for i in chosen]

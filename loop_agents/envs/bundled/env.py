@@ -11,8 +11,9 @@ from loop_agents.rollout.environment import Evaluation, ResetResult, StepResult
 class BundledEnvironment:
     """One gem hunt episode at a time (`reset` starts a new one)."""
 
-    def __init__(self, spare_moves: int = 1) -> None:
+    def __init__(self, spare_moves: int = 1, quoted: bool = False) -> None:
         self.spare_moves = spare_moves
+        self.quoted = quoted
         self.game: GemHuntGame | None = None
 
     def _game(self) -> GemHuntGame:
@@ -22,7 +23,7 @@ class BundledEnvironment:
 
     async def reset(self, task_id: str) -> ResetResult:
         task = generate_task(parse_task_id(task_id))
-        self.game = GemHuntGame(task, spare_moves=self.spare_moves)
+        self.game = GemHuntGame(task, spare_moves=self.spare_moves, quoted=self.quoted)
         return ResetResult(
             self.game.first_observation(),
             {"system_prompt": SYSTEM_PROMPT, "task_id": task_id, "max_moves": self.game.max_moves},
@@ -45,13 +46,14 @@ class BundledEnvironment:
 
 
 class BundledTaskSource:
-    """Task ids of the gem hunt splits, and in-process environments."""
+    """Task ids of the gem hunt splits, and in-process environments (`quoted`: names in quotes, GemHuntGame's)."""
 
-    def __init__(self, config: BundledEnvConfig | None = None) -> None:
+    def __init__(self, config: BundledEnvConfig | None = None, quoted: bool = False) -> None:
         self.config = config or BundledEnvConfig()
+        self.quoted = quoted
 
     def task_ids(self, split: str) -> list[str]:
         return task_ids(split)
 
     async def make_env(self) -> BundledEnvironment:
-        return BundledEnvironment(self.config.spare_moves)
+        return BundledEnvironment(self.config.spare_moves, self.quoted)

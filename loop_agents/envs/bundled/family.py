@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from loop_agents.config.agent_kind import agent_kind
 from loop_agents.envs.bundled.config import BundledEnvConfig
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
 from loop_agents.envs.bundled.env import BundledTaskSource
@@ -20,7 +21,7 @@ class GemHuntFamily(EnvironmentFamily):
     settings_class = BundledEnvConfig
 
     def task_source(self, settings: BundledEnvConfig, cfg: Any) -> BundledTaskSource:
-        return BundledTaskSource(settings)
+        return BundledTaskSource(settings, quoted=quoted_names(cfg, settings))
 
     def agent(self, cfg: Any) -> TextActionAgent:
         return TextActionAgent()
@@ -37,6 +38,7 @@ class GemHuntFamily(EnvironmentFamily):
             seed=settings.demo_seed,
             split=cfg.env.train_split,
             spare_moves=settings.spare_moves,
+            quoted=quoted_names(cfg, settings),
         )
         return list(demos)
 
@@ -57,7 +59,15 @@ class GemHuntFamily(EnvironmentFamily):
         return code_token_weights(demos, chat, float(settings.demo_code_weight), text_loss_tokens)
 
     def warm_start_checks(self, cfg: Any, settings: BundledEnvConfig, chat: Any, training_task_ids: set[str]):
-        return warm_start_checks(cfg, settings, chat, training_task_ids)
+        return warm_start_checks(cfg, settings, chat, training_task_ids, quoted_names(cfg, settings))
+
+
+def quoted_names(cfg: Any, settings: BundledEnvConfig) -> bool:
+    """Whether the observations quote names and the code: `env.options.quoted_names`, or when unset, whether the
+    agent calls the gem hunt's tools (their JSON arguments quote what the observations name)."""
+    if settings.quoted_names is not None:
+        return settings.quoted_names
+    return agent_kind(cfg) == "tools"
 
 
 FAMILY = GemHuntFamily()

@@ -13,6 +13,12 @@ Reward (partial credit, in [0, 1]): (chain containers found in order + 1 if the 
 (chain length + 1). A chain container counts as found only when opened after its predecessor was
 found: a lucky open of a container the agent was not sent to shows its content but earns nothing.
 Success = the right code was answered.
+
+With `quoted=True` the observations put every container name and the code in double quotes (`a note says "red
+box".`). The tool-calling agent's arguments are JSON strings, and a byte-level BPE tokenizer cuts a word after an
+opening quote differently from the same word after a space (` yellow` against `"`+`y`+`ellow` in the tiny model's
+vocabulary): a model copying a name from an unquoted observation into `{"container": "..."}` must learn to map one
+token sequence onto another, while from a quoted one it copies the same tokens.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class GemHuntGame:
     done: bool = False
     moves: int = 0
     history: list[str] = field(default_factory=list)  # actions as sent
+    quoted: bool = False  # names and the code in double quotes (the tool-calling agent's form, see above)
 
     def __post_init__(self) -> None:
         if self.spare_moves < 0:
@@ -52,28 +59,32 @@ class GemHuntGame:
     def max_moves(self) -> int:
         return self.task.required_actions + self.spare_moves
 
+    def _q(self, text: str) -> str:
+        return f'"{text}"' if self.quoted else text
+
     def first_observation(self) -> str:
-        return f"Room: {', '.join(self.task.room)}. Start at the {self.task.chain[0]}."
+        room = ", ".join(self._q(name) for name in self.task.room)
+        return f"Room: {room}. Start at the {self._q(self.task.chain[0])}."
 
     def _next_hint(self) -> str:
         if self.found == len(self.task.chain):
-            return f"The code is {self.task.code}."
+            return f"The code is {self._q(self.task.code)}."
         if self.found == 0:
-            return f"Start at the {self.task.chain[0]}."
-        return f"The note says {self.task.chain[self.found]}."
+            return f"Start at the {self._q(self.task.chain[0])}."
+        return f"The note says {self._q(self.task.chain[self.found])}."
 
     def _open(self, name: str) -> str:
         chain = self.task.chain
         if name not in self.task.room:
-            return f"There is no {name} here. {self._next_hint()}"
+            return f"There is no {self._q(name)} here. {self._next_hint()}"
         if name not in chain:
-            return f"{name}: nothing. {self._next_hint()}"
+            return f"{self._q(name)}: nothing. {self._next_hint()}"
         position = chain.index(name)
         if position == self.found:  # found in order: progress
             self.found += 1
         if position == len(chain) - 1:
-            return f"{name}: the gem! Its code is {self.task.code}."
-        return f"{name}: a note says {chain[position + 1]}."
+            return f"{self._q(name)}: the gem! Its code is {self._q(self.task.code)}."
+        return f"{self._q(name)}: a note says {self._q(chain[position + 1])}."
 
     def step(self, action: str) -> tuple[str, float, bool]:
         """Apply one action; returns (observation, reward so far, done)."""
@@ -87,7 +98,7 @@ class GemHuntGame:
             if color in COLORS and thing in THINGS:
                 observation = self._open(f"{color} {thing}")
             else:
-                observation = f"There is no {color} {thing} here. {self._next_hint()}"
+                observation = f"There is no {self._q(f'{color} {thing}')} here. {self._next_hint()}"
         elif match := _ANSWER.match(text):
             self.solved = match.group(1).replace(" ", "") == self.task.code.replace(" ", "")
             self.done = True

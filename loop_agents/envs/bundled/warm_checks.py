@@ -26,11 +26,20 @@ class GemHuntWarmChecks:
     (both read the same epoch's factors)."""
 
     def __init__(
-        self, cfg: Any, settings: BundledEnvConfig, chat: ChatFormat, training_task_ids: set[str]
+        self,
+        cfg: Any,
+        settings: BundledEnvConfig,
+        chat: ChatFormat,
+        training_task_ids: set[str],
+        quoted: bool = False,
     ) -> None:
         self.chat = chat
         self.episodes = heldout_clean_demonstrations(
-            int(cfg.learner.sft_check_episodes), training_task_ids, cfg.env.train_split, settings.spare_moves
+            int(cfg.learner.sft_check_episodes),
+            training_task_ids,
+            cfg.env.train_split,
+            settings.spare_moves,
+            quoted=quoted,
         )
         self._last: tuple[tuple[int, int], dict[str, float]] | None = None
 
@@ -46,10 +55,12 @@ class GemHuntWarmChecks:
         return self.factors(model)["p_optimal_dev_episode"]
 
 
-def warm_start_checks(cfg: Any, settings: BundledEnvConfig, chat: ChatFormat, training_task_ids: set[str]):
+def warm_start_checks(
+    cfg: Any, settings: BundledEnvConfig, chat: ChatFormat, training_task_ids: set[str], quoted: bool = False
+):
     """(readiness, stall probe); the probe is None (the readiness rule decides) unless `learner.sft_stall_copy` is
-    set."""
-    checks = GemHuntWarmChecks(cfg, settings, chat, training_task_ids)
+    set. `quoted`: the check episodes' observations quote names (as the training demonstrations' do)."""
+    checks = GemHuntWarmChecks(cfg, settings, chat, training_task_ids, quoted)
     threshold = cfg.learner.get("sft_stall_copy")
     if threshold is None:
         return checks.readiness, None

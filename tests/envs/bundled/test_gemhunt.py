@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from loop_agents.config.load import compose
 from loop_agents.envs.bundled import (
     BundledEnvironment,
     BundledTaskSource,
@@ -15,7 +16,10 @@ from loop_agents.envs.bundled import (
     task_ids,
 )
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
+from loop_agents.envs.bundled.family import quoted_names
 from loop_agents.envs.bundled.tasks import CONTAINERS, GemHuntTask
+from loop_agents.envs.selected import selected_family
+from loop_agents.envs.settings import env_settings
 
 TASK = GemHuntTask(index=0, room=("red box", "blue key", "green ball", "grey door", "purple box", "yellow key"),
                    chain=("red box", "blue key", "green ball"), code="4 7")  # fmt: skip
@@ -125,3 +129,38 @@ def test_demonstrations_are_deterministic_and_noisy():
             game.step(message["content"])
         solved += game.solved
     assert 0.2 < solved / len(demos) < 0.8  # imperfect demonstrator: some solved, some not
+
+
+def test_quoted_observations_put_names_and_the_code_in_quotes_and_score_alike():
+    """quoted=True (the tool-calling agent's form) changes the observations' text only: same rewards, same ending,
+    and a name in a note is the same token sequence as the JSON argument that opens it."""
+    game = GemHuntGame(TASK, spare_moves=2, quoted=True)
+    assert game.first_observation() == (
+        'Room: "red box", "blue key", "green ball", "grey door", "purple box", "yellow key". Start at the "red box".'
+    )
+    assert game.step("open red box") == ('"red box": a note says "blue key".', 1 / 4, False)
+    assert game.step("open grey door") == ('"grey door": nothing. The note says "blue key".', 1 / 4, False)
+    assert game.step("open pink box") == (
+        'There is no "pink box" here. The note says "blue key".',
+        1 / 4,
+        False,
+    )
+    game.step("open blue key")
+    assert game.step("open green ball") == ('"green ball": the gem! Its code is "4 7".', 3 / 4, False)
+    assert game.step("answer 4 7") == ("Correct! You got the gem.", 1.0, True)
+
+
+def test_the_family_quotes_names_exactly_when_the_agent_calls_its_tools():
+    def quoted(*overrides: str) -> bool:
+        cfg = compose(["experiment=demo", *overrides])
+        return quoted_names(cfg, env_settings(cfg))
+
+    assert not quoted() and quoted("agent=tools")
+    assert quoted("env.options.quoted_names=true") and not quoted(
+        "agent=tools", "env.options.quoted_names=false"
+    )
+    cfg = compose(["experiment=demo", "agent=tools"])
+    source = selected_family(cfg).task_source(env_settings(cfg), cfg)
+    env = asyncio.run(source.make_env())
+    reset = asyncio.run(env.reset(task_ids("dev")[0]))
+    assert reset.observation.startswith('Room: "')
