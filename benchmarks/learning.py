@@ -3,7 +3,8 @@
 `python -m benchmarks.render` writes it between `<!-- learning:begin -->` and `<!-- learning:end -->`, and its
 `--check` fails when a number there differs from what the files give, like the speed table. Aggregates over runs
 are rliable's (IQM with the stratified-bootstrap interval, `loop_agents/eval/stats.py`), seeded, so the text depends
-only on the files.
+only on the files. The ablation's rows (one per preset, pointing at docs/ablation.md) come from
+benchmarks/ablation_table.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks import ablation_table
 from loop_agents.eval.stats import Interval, iqm_interval
 
 BEGIN = "<!-- learning:begin -->"
@@ -139,8 +141,7 @@ def render_block(root: Path) -> str:
         "| Claim | Value (95 % intervals) | Date | Raw |",
         "| --- | --- | --- | --- |",
     ]
-    for row in ROWS:
-        claim, value, date, name = row(results)
+    for claim, value, date, name in [row(results) for row in ROWS] + ablation_table.readme_rows(results):
         lines.append(f"| {claim} | {value} | {date} | [{name}]({RESULTS.as_posix()}/{name}) |")
     lines.append(END)
     return "\n".join(lines)

@@ -10,6 +10,8 @@ own reports). `README_performance.md` is the summary table, the ratio definition
 `README.md` holds a short table of the benchmarks with a goal between `<!-- results:begin -->` and
 `<!-- results:end -->`, and the learning claims' table (`benchmarks/learning.py`, from each claim's raw file)
 between `<!-- learning:begin -->` and `<!-- learning:end -->`; without the markers the README is left alone.
+`docs/ablation.md` holds the ablation's tables (`benchmarks/ablation_table.py`) between `<!-- ablation:begin -->`
+and `<!-- ablation:end -->`; the README's learning table has a pointer row per preset.
 The output depends only on the files: no clock, no git, rows in the registry's order.
 """
 
@@ -21,11 +23,12 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks import learning
+from benchmarks import ablation_table, learning
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_SUBDIR = Path("benchmarks") / "results"
 REPORT_NAME = "README_performance.md"
+ABLATION_PAGE = Path("docs") / "ablation.md"
 NOTES_NAME = "NOTES.md"  # hand-written notes appended to the report
 README_BEGIN = "<!-- results:begin -->"
 README_END = "<!-- results:end -->"
@@ -195,6 +198,12 @@ def rendered_files(root: Path, registry=None) -> dict[Path, str]:
                 text, replaced = text[: span[0]] + block() + text[span[1] :], True
         if replaced:
             out[readme] = text
+    page = root / ABLATION_PAGE  # the ablation's full tables (the README holds a pointer row per preset)
+    if page.exists():
+        text = page.read_text()
+        span = _block_span(text, ablation_table.BEGIN, ablation_table.END)
+        if span is not None:
+            out[page] = text[: span[0]] + ablation_table.render_docs_block(results_dir) + text[span[1] :]
     return out
 
 

@@ -19,13 +19,15 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 @pytest.fixture()
 def copy_root(tmp_path) -> Path:
-    """The README and the canonical result files (not the history) in a fresh root."""
+    """The README, the ablation page and the canonical result files (not the history) in a fresh root."""
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
     for path in RESULTS.iterdir():
         if path.is_file():
             shutil.copy(path, results / path.name)
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / render.ABLATION_PAGE, tmp_path / render.ABLATION_PAGE)  # the ablation's tables
     return tmp_path
 
 
