@@ -88,21 +88,27 @@ def warm_report(run_dir: Path) -> dict:
 
 
 def warm_quality(run_dir: Path, threads: int) -> dict:
-    """warm_report plus P(optimal dev episode) and its factors (100 clean dev episodes)."""
+    """warm_report plus P(optimal dev episode) and its factors (100 clean dev episodes), in the form the run's agent
+    acts in (its `config.yaml`: text actions, or tool calls with quoted observations under `agent=tools`)."""
     report = warm_report(run_dir)
     if not report:
         return {}
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from omegaconf import OmegaConf
+    from transformers import AutoModelForCausalLM
 
+    from loop_agents.envs.bundled.family import quoted_names
     from loop_agents.envs.bundled.warm_start_quality import optimal_episode_probabilities
-    from loop_agents.rollout.chat import ChatFormat
+    from loop_agents.envs.settings import env_settings
+    from loop_agents.orchestration.warm_model import warm_chat_format
 
     torch.set_num_threads(threads)
     warm = run_dir / "warm_model"
+    cfg = OmegaConf.load(run_dir / "config.yaml")
     model = AutoModelForCausalLM.from_pretrained(warm, dtype=torch.float32).eval()
-    chat = ChatFormat(AutoTokenizer.from_pretrained(warm))
-    return {**report, **optimal_episode_probabilities(model, chat, 100)}
+    chat = warm_chat_format(cfg, str(warm))
+    quoted = quoted_names(cfg, env_settings(cfg))
+    return {**report, **optimal_episode_probabilities(model, chat, 100, quoted=quoted)}
 
 
 def run_summary(run_dir: Path) -> dict:

@@ -89,3 +89,36 @@ def test_the_table_ends_with_rliable_aggregates_over_the_evaluated_runs(tmp_path
         "1.00 [1.00, 1.00]." in done.stdout
     )
     assert len(json.loads(out.read_text())["runs"]) == 5  # the per-run list is kept, the dead run included
+
+
+def test_a_tool_calling_runs_warm_model_is_measured_on_tool_calls(
+    tmp_path: Path, tiny_model_dir: str
+) -> None:
+    """`warm_quality` reads the run's config: under `agent=tools` it scores the solver's dev episodes as tool calls
+    with quoted observations (the form the warm start trained in), not as text actions."""
+    import shutil
+
+    import torch
+    from omegaconf import OmegaConf
+    from transformers import AutoModelForCausalLM
+
+    from loop_agents.config.load import compose
+    from loop_agents.envs.bundled.warm_start_quality import optimal_episode_probabilities
+    from loop_agents.orchestration.warm_model import warm_chat_format
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import demo_seeds
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_model_dir, run_dir / "warm_model")
+    (run_dir / "warm_model" / "warm_start.json").write_text(
+        json.dumps({"epoch_losses": [0.5], "epochs_run": 1})
+    )
+    cfg = compose(["experiment=demo", "agent=tools"])
+    OmegaConf.save(cfg, run_dir / "config.yaml")
+    measured = demo_seeds.warm_quality(run_dir, 1)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    tools = optimal_episode_probabilities(model, warm_chat_format(cfg, tiny_model_dir), 100, quoted=True)
+    text_cfg = compose(["experiment=demo"])
+    text = optimal_episode_probabilities(model, warm_chat_format(text_cfg, tiny_model_dir), 100)
+    assert measured["p_answer"] == tools["p_answer"] != text["p_answer"]

@@ -88,13 +88,19 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
     return str(warm)
 
 
-def warm_start_demonstrations(cfg: DictConfig, model_path: str):
-    """(chat format, demonstrations) of the warm start, full-weight or LoRA."""
+def warm_chat_format(cfg: DictConfig, model_path: str):
+    """The chat format the warm start trains in: the run's template and tools, demonstrations written in the form
+    its agent acts in."""
     from transformers import AutoTokenizer
 
-    prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
     chat = chat_format(AutoTokenizer.from_pretrained(model_path), C.episode_config(cfg, max_turns=1))
-    demonstrations_in_agent_form(chat, cfg)
+    return demonstrations_in_agent_form(chat, cfg)
+
+
+def warm_start_demonstrations(cfg: DictConfig, model_path: str):
+    """(chat format, demonstrations) of the warm start, full-weight or LoRA."""
+    prepare_environment(cfg)  # AppWorld's demonstrations are played on the self-made data: build it first
+    chat = warm_chat_format(cfg, model_path)
     return chat, demonstrations(cfg, chat)
 
 

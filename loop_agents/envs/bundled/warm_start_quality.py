@@ -42,9 +42,13 @@ def code_token_positions(traj, chat: ChatFormat) -> list[int]:
     return positions
 
 
-def optimal_episode_probabilities(model, chat: ChatFormat, n_tasks: int) -> dict[str, float]:
-    """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code symbol k)."""
-    return episode_probabilities(model, chat, generate_demonstrations(n_tasks, 0.0, seed=123, split="dev"))
+def optimal_episode_probabilities(
+    model, chat: ChatFormat, n_tasks: int, quoted: bool = False
+) -> dict[str, float]:
+    """Means over n clean dev demonstrations of P(episode), P(opens), P(answer | opens) and P(code symbol k), in
+    `chat`'s form (text actions or tool calls; `quoted`: the observations as GemHuntGame(quoted=True) writes them)."""
+    demonstrations = generate_demonstrations(n_tasks, 0.0, seed=123, split="dev", quoted=quoted)
+    return episode_probabilities(model, chat, demonstrations)
 
 
 @torch.no_grad()
