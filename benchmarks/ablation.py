@@ -336,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     report = sub.add_parser("report", help="print the table of the recorded runs")
     report.add_argument("--preset", required=True)
+    report.add_argument("--out", default=None, help="default: benchmarks/results/ablation_<preset>.json")
     args, overrides = parser.parse_known_args(argv)
     overrides = [o for o in overrides if o != "--"]
     unknown = [o for o in overrides if o.startswith("-") or "=" not in o]
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_run(args, overrides)
     from benchmarks.ablation_table import render_preset
 
-    print(render_preset(ROOT / "benchmarks" / "results", args.preset))
+    print(render_preset(RESULTS, args.preset, Path(args.out) if args.out else None))
     return 0
 
 

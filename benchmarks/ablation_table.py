@@ -32,11 +32,15 @@ BEGIN = "<!-- ablation:begin -->"
 END = "<!-- ablation:end -->"
 DEMO_ITERATIONS = 18  # the demo preset's run.iterations, which the recorded LOOP runs must have reached
 DEMO_THREADS = 2
+DEMO_K, DEMO_TASKS = 6, 16  # the demo preset's rollouts_per_task and tasks_per_iteration, which they ran
+# (iterations, samples, overrides) of the recorded demo runs: the preset as it is
+DEMO_SETTING = (DEMO_ITERATIONS, DEMO_K * DEMO_TASKS * DEMO_ITERATIONS, ())
 METRIC_NAMES = {"success_rate": "success", "tgc": "TGC"}
 
 
-def records(results: Path, preset: str) -> list[dict]:
-    path = results / f"ablation_{preset}.json"
+def records(results: Path, preset: str, path: Path | None = None) -> list[dict]:
+    """The runs recorded in `path` (default: `results/ablation_<preset>.json`)."""
+    path = path or results / f"ablation_{preset}.json"
     return json.loads(path.read_text())["runs"] if path.is_file() else []
 
 
@@ -61,16 +65,34 @@ def recorded_demo_loop_runs(results: Path) -> list[dict]:
             "warm_start": r["dev_start"], "final": r["dev_end"], "best": r["dev_best"],
             "seconds_per_iteration": round(rl / DEMO_ITERATIONS, 2) if rl else None,
             "zero_advantage_groups": None, "groups": None, "source": "demo_seeds.json",
+            "iterations": DEMO_SETTING[0], "samples": DEMO_SETTING[1], "overrides": [],
+            "rollouts_per_task": DEMO_K, "tasks_per_iteration": DEMO_TASKS,
         })  # fmt: skip
     return out
 
 
-def preset_runs(results: Path, preset: str) -> list[dict]:
-    """The preset's records; on the demo without a LOOP run of its own, LOOP's recorded demo runs beside them."""
-    runs = records(results, preset)
-    if preset == "demo" and not any(r["algorithm"] == "loop" for r in runs):
-        runs = recorded_demo_loop_runs(results) + runs
-    return runs
+def setting(run: dict) -> tuple[int, int, tuple[str, ...]]:
+    """What runs must share to enter one table: iterations, samples and the extra overrides."""
+    return run["iterations"], run["samples"], tuple(sorted(run.get("overrides") or []))
+
+
+def settings(results: Path, preset: str, path: Path | None = None) -> list[list[dict]]:
+    """The preset's records, one list per setting (without extra overrides first, then most runs, longest runs).
+    On the demo, LOOP's recorded demo runs join the preset's own setting while it has no LOOP run there."""
+    groups: dict[tuple, list[dict]] = {}
+    for run in records(results, preset, path):
+        groups.setdefault(setting(run), []).append(run)
+    if preset == "demo":
+        own = groups.setdefault(DEMO_SETTING, [])
+        if not any(r["algorithm"] == "loop" for r in own):
+            groups[DEMO_SETTING] = recorded_demo_loop_runs(results) + own
+    order = sorted(groups, key=lambda s: (len(s[2]) > 0, -len(groups[s]), -s[0], s))
+    return [groups[s] for s in order if groups[s]] or [[]]
+
+
+def preset_runs(results: Path, preset: str, path: Path | None = None) -> list[dict]:
+    """The runs of the preset's main setting (the first of `settings`): the README row's."""
+    return settings(results, preset, path)[0]
 
 
 def summarize(runs: list[dict], algorithm: str, loop_gains: list[float] | None) -> dict:
@@ -148,22 +170,35 @@ HEADER = ("| Algorithm | Runs | Seeds | IQM final − warm start | IQM best − 
           "start | s / iteration | Zero-advantage groups |")  # fmt: skip
 
 
-def render_preset(results: Path, preset: str) -> str:
-    """The preset's table and its note (Markdown)."""
-    runs = preset_runs(results, preset)
+def render_preset(results: Path, preset: str, path: Path | None = None) -> str:
+    """A table and its note per setting of the preset (Markdown); `path`: another record file than its own."""
+    return "\n\n".join(render_setting(results, preset, runs) for runs in settings(results, preset, path))
+
+
+def setting_text(runs: list[dict]) -> str:
+    """`18 iterations, 6 x 16 rollouts an iteration (1728 samples), no extra overrides`."""
+    if not runs:
+        return "no run recorded"
+    iterations, samples, overrides = setting(runs[0])
+    shape = next((f"{r['rollouts_per_task']} × {r['tasks_per_iteration']} rollouts an iteration, " for r in runs
+                  if "rollouts_per_task" in r), "")  # fmt: skip
+    extra = ", ".join(f"`{o}`" for o in overrides) if overrides else "no extra overrides"
+    return f"{iterations} iterations, {shape}{samples} samples a run, {extra}"
+
+
+def render_setting(results: Path, preset: str, runs: list[dict]) -> str:
+    """One setting's table and its note (Markdown)."""
     metric = next((r["metric"] for r in runs if r.get("metric")), "success_rate")
     digits = 3 if metric == "tgc" else 2
-    lines = [HEADER, "| --- " * 8 + "|"]
+    lines = [f"{setting_text(runs)[0].upper()}{setting_text(runs)[1:]}:", "", HEADER, "| --- " * 8 + "|"]
     lines += ["| " + " | ".join(row_cells(row, digits)) + " |" for row in table_rows(runs)]
     own = [r for r in runs if r.get("source") is None]
     notes = [
-        f"Dev {METRIC_NAMES.get(metric, metric)} of `experiment={preset}`; 95 % stratified-bootstrap "
-        "intervals over runs (rliable)."
+        f"Dev {METRIC_NAMES.get(metric, metric)} of `experiment={preset}`; 95 % stratified-bootstrap intervals "
+        "over runs (rliable)."
     ]
     if own:
-        samples = sorted({(r["iterations"], r["samples"]) for r in own})
-        notes.append("Ablation runs: " + "; ".join(f"{n} iterations, {s} samples" for n, s in samples) +
-                     f", last recorded {max(r['date'] for r in own)} "
+        notes.append(f"Ablation runs last recorded {max(r['date'] for r in own)} "
                      f"([ablation_{preset}.json](../benchmarks/results/ablation_{preset}.json)).")  # fmt: skip
         shared = {}
         for r in own:

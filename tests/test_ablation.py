@@ -120,6 +120,19 @@ def test_loop_on_the_demo_is_the_comparable_recorded_demo_runs(tmp_path: Path) -
     (results / "ablation_demo.json").write_text(json.dumps({"runs": [_run("loop", 0, 0.5)]}))
     own = ablation_table.preset_runs(results, "demo")
     assert [r.get("source") for r in own] == [None]  # its own LOOP run, none borrowed
+    # runs of another setting (2 iterations) get their own table; the borrowed LOOP runs join only the preset's
+    short = {**_run("grpo", 0, 0.0), "iterations": 2, "samples": 192}
+    (results / "ablation_demo.json").write_text(json.dumps({"runs": [short]}))
+    tables = ablation_table.settings(results, "demo")
+    assert [[(r["algorithm"], r["iterations"]) for r in runs] for runs in tables] == [
+        [("loop", 18)],
+        [("grpo", 2)],
+    ]
+    text = ablation_table.render_preset(results, "demo")
+    assert text.startswith(
+        "18 iterations, 6 × 16 rollouts an iteration, 1728 samples a run, no extra overrides:"
+    )
+    assert "\n2 iterations, 192 samples a run, no extra overrides:" in text
 
 
 # ---------------------------------------------------------------------------------------------- the runner
