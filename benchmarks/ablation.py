@@ -299,7 +299,13 @@ def row_text(r: dict) -> str:
 
 
 def cmd_run(args: argparse.Namespace, overrides: list[str]) -> int:
-    k, t, preset_iterations = preset_samples(args.preset, overrides)
+    from loop_agents.config.validate import ConfigError
+
+    try:
+        k, t, preset_iterations = preset_samples(args.preset, overrides)
+    except ConfigError as error:
+        print(f"config error: experiment={args.preset}: {error}", file=sys.stderr)
+        return 2
     iterations = args.iterations or preset_iterations
     out = Path(args.out) if args.out else default_out(args.preset)
     runs = plan(args.preset, args.algorithms, args.seeds, iterations, k, t, overrides, Path(args.runs_dir),

@@ -231,6 +231,13 @@ def test_a_bad_algorithm_is_one_config_error_line_and_nothing_runs(tmp_path: Pat
         "gspo, loop, ppo_gae, reinforce_pp, rloo"
     ]
     assert not out.exists() and not (tmp_path / "runs").exists()
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ablation", "run", "--preset", "dmeo", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("config error: experiment=dmeo: unknown preset 'experiment/dmeo'")
+    assert not out.exists()
 
 
 # ---------------------------------------------------------------------------------------------- the render
