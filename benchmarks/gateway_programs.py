@@ -37,3 +37,35 @@ def persistent_tool_loop(task, base_url, api_key, tools):
             except Exception as err:
                 result = f"Error: {err}"
             messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": str(result)})
+
+
+def text_action_loop(task, base_url, api_key, tools):
+    """A ReAct-style program that prompts without `tools=`: the model replies with a text action (`open red box`,
+    `answer 4 7`), the program calls the matching tool and sends the result back as the next user message, as the
+    family's text agent lays out its episodes (run it with `agent.program_prompts=text`). A reply that is neither is
+    answered with the game's usage line (no move is spent on it)."""
+    import re
+
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    functions = {tool.__name__: tool for tool in tools}
+    patterns = {
+        "open": re.compile(r"^\s*open (.+?)\s*$", re.I),
+        "answer": re.compile(r"^\s*answer (.+?)\s*$", re.I),
+    }
+    keys = {"open": "container", "answer": "code"}
+    messages = list(task["messages"])
+    while True:
+        try:
+            completion = client.chat.completions.create(model="policy", messages=messages)
+        except Exception:  # the episode ended (done or out of budget): the gateway refuses further calls
+            return None
+        reply = completion.choices[0].message.content or ""
+        messages.append({"role": "assistant", "content": reply})
+        result = "Unknown action. Use open <color> <thing> or answer <code>."
+        for name, pattern in patterns.items():
+            if match := pattern.match(reply):
+                result = str(functions[name](**{keys[name]: match.group(1)}))
+                break
+        messages.append({"role": "user", "content": result})

@@ -9,8 +9,9 @@ AGENT_KINDS = ("text", "tools")
 
 
 def agent_kind(cfg: DictConfig) -> str:
-    """`agent.kind` (text when the config has no `agent`, as runs written before it); `tools` with an agent program
-    (`agent.program`: it acts through the family's tools, so the warm start's demonstrations take that form)."""
+    """`agent.kind` (text when the config has no `agent`, as runs written before it); with an agent program
+    (`agent.program`) the form it prompts the model in, `agent.program_prompts` (tools unless it says text): the
+    warm start's demonstrations take that form."""
     if OmegaConf.select(cfg, "agent.program", default=""):
-        return "tools"
+        return str(OmegaConf.select(cfg, "agent.program_prompts", default="tools"))
     return str(OmegaConf.select(cfg, "agent.kind", default="text"))

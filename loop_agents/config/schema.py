@@ -255,6 +255,10 @@ class AgentConfig:
     # (called with task, base_url, api_key, tools) or a command line (run with OPENAI_BASE_URL, OPENAI_API_KEY);
     # "" = the in-process agent. The program reaches the environment only through the family's tools
     program: str = ""
+    # how the program prompts the model: tools = it declares the family's tools (`tools=`) and reads tool calls |
+    # text = it prompts as the family's text agent does and parses text actions itself. Decides the form of the
+    # warm start's demonstrations and checks (the form the model will be asked in)
+    program_prompts: str = "tools"
     # an agent program running longer than this is stopped; its episode is scored on the environment's state
     timeout_s: float = 300.0
     # a callable program's episodes are forked from one process that imported it and `preload` (~1 CPU-s of

@@ -144,6 +144,9 @@ def validate(cfg: DictConfig) -> None:
 def _validate_agent_program(cfg: DictConfig) -> None:
     """agent.program imports and is callable (or its command exists), before Ray or vLLM start."""
     check_program(OmegaConf.select(cfg, "agent.program", default=""))
+    prompts = OmegaConf.select(cfg, "agent.program_prompts", default="tools")
+    if prompts not in ("tools", "text"):
+        raise ConfigError(f"agent.program_prompts={prompts!r} must be tools or text")
     timeout = OmegaConf.select(cfg, "agent.timeout_s", default=None)
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"agent.timeout_s={timeout} is out of range; it must be > 0")

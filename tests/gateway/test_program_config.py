@@ -72,3 +72,24 @@ def test_good_programs_pass_and_empty_is_the_in_process_agent() -> None:
     assert parse_program("") is None and parse_program("  ") is None
     assert parse_program("tests.gateway.programs:hangs").kind == "callable"
     assert parse_program("python agent.py --fast").argv == ("python", "agent.py", "--fast")
+
+
+def test_a_program_that_prompts_in_text_gets_a_text_warm_start(tiny_model_dir: str) -> None:
+    """`agent.program_prompts=text`: the warm start's demonstrations are text actions with the text agent's
+    observations (unquoted), as the program will prompt the model; the default (tools) keeps tool calls."""
+    from loop_agents.config.agent_kind import agent_kind
+    from loop_agents.config.load import compose
+    from loop_agents.config.validate import validate
+    from loop_agents.orchestration.warm_model import warm_start_demonstrations
+
+    program = "agent.program=benchmarks.gateway_programs:text_action_loop"
+    text = compose(["experiment=demo", program, "agent.program_prompts=text", "env.options.demo_count=3"])
+    tools = compose(["experiment=demo", program, "env.options.demo_count=3"])
+    assert (agent_kind(text), agent_kind(tools)) == ("text", "tools")
+    chat, demos = warm_start_demonstrations(text, tiny_model_dir)
+    assert not chat.tools and all('"' not in m["content"] and "tool_call" not in m["content"]
+                                  for d in demos for m in d.messages[1:])  # fmt: skip
+    chat, demos = warm_start_demonstrations(tools, tiny_model_dir)
+    assert chat.tools and demos[0].messages[2]["content"].startswith("<tool_call>")
+    with pytest.raises(ConfigError, match=r"^agent.program_prompts='json' must be tools or text$"):
+        validate(compose(["experiment=demo", program, "agent.program_prompts=json"]))
