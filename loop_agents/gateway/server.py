@@ -114,9 +114,20 @@ class GatewayServer:
             _end_on_internal_error(request, err)
             return _error(500, INTERNAL_ERROR, "internal_error")
 
-    async def _json(self, request: web.Request) -> Any:
+    async def _body(self, request: web.Request) -> bytes:
         try:
-            return await request.json()
+            return await request.read()
+        except ConnectionError:
+            # the program hung up before its request was read (it crashed, was stopped at the episode's end, or
+            # chose to): its side, not ours; the episode goes on and is scored when the program is gone
+            raise RequestError(
+                400, "the connection closed before the request was read", "client_closed"
+            ) from None
+
+    async def _json(self, request: web.Request) -> Any:
+        body = await self._body(request)
+        try:
+            return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise RequestError(400, f"the body is not JSON: {err}") from None
 
@@ -158,7 +169,7 @@ class GatewayServer:
     async def _mcp(self, request: web.Request) -> web.Response:
         status, reply = await mcp.handle_post(
             request[SESSION],
-            await request.read(),
+            await self._body(request),
             request.headers.get("Origin"),
             request.headers.get("MCP-Protocol-Version"),
         )

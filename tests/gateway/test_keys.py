@@ -92,3 +92,37 @@ def test_keys_isolate_episodes(tokenizer):
             await server.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/mcp", "/tools/open"])
+def test_a_program_hanging_up_mid_request_is_not_our_failure(tokenizer, path):
+    """A client that sends half a request body and resets the connection (a program that crashes mid-send, is
+    stopped at the episode's end, or does it on purpose) does not end its episode as the gateway's internal error
+    (which would drop the episode, retried, never scored): the episode stays open and its key still works."""
+
+    async def scenario():
+        server = GatewayServer()
+        root = await server.start()
+        session = await _session(tokenizer, "gemhunt_10000", [spelled(tokenizer, OPEN_CALL)])
+        server.open(session)
+        try:
+            host, port = root.split("//")[1].split("/")[0].split(":")
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(
+                f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+                + f"Authorization: Bearer {session.key}\r\nContent-Length: 5000\r\n\r\n".encode()
+                + b'{"model": "policy", "messages": ['
+            )
+            await writer.drain()
+            await asyncio.sleep(0.3)
+            writer.transport.abort()  # as the kernel closes a killed process's socket
+            await asyncio.sleep(0.5)
+            assert session.ended is None, session.end_error
+            async with httpx.AsyncClient(base_url=root, timeout=60) as client:
+                reply = await client.get("/v1/models", headers={"Authorization": f"Bearer {session.key}"})
+                assert reply.status_code == 200
+        finally:
+            server.close(session)
+            await server.stop()
+
+    asyncio.run(scenario())
