@@ -46,6 +46,11 @@ def demo_seeds_row(name: str, label: str) -> Callable[[Path], tuple[str, str, st
 
 
 demo_row = demo_seeds_row("demo_seeds.json", "`demo`")
+gateway_row = demo_seeds_row(
+    "demo_gateway_seeds.json",
+    "`demo` through the gateway, played by an agent program that prompts in text "
+    "(`benchmarks/gateway_programs.py:text_action_loop`)",
+)
 
 
 def appworld_gain_row(name: str, iterations: int) -> Callable[[Path], tuple[str, str, str, str]]:
@@ -132,6 +137,7 @@ def hard_loop_row(results: Path) -> tuple[str, str, str, str]:
 
 ROWS: tuple[Callable[[Path], tuple[str, str, str, str]], ...] = (
     demo_row,
+    gateway_row,
     appworld_gain_row("appworld_demo_rl_gain_30it.json", 30),
     appworld_gain_row("appworld_demo_rl_gain.json", 15),
     appworld_runs_row,
