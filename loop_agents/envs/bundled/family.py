@@ -64,10 +64,12 @@ class GemHuntFamily(EnvironmentFamily):
 
 def quoted_names(cfg: Any, settings: BundledEnvConfig) -> bool:
     """Whether the observations quote names and the code: `env.options.quoted_names`, or when unset, whether the
-    agent calls the gem hunt's tools (their JSON arguments quote what the observations name)."""
+    agent calls the gem hunt's tools (their JSON arguments quote what the observations name) on this in-process
+    gem hunt. A gem hunt served by another process (OpenEnv's `demonstrations_from=bundled`) writes its own
+    observations, unquoted: the demonstrations lent for it must read as its episodes do."""
     if settings.quoted_names is not None:
         return settings.quoted_names
-    return agent_kind(cfg) == "tools"
+    return agent_kind(cfg) == "tools" and str(cfg.env.name) == "bundled"
 
 
 FAMILY = GemHuntFamily()

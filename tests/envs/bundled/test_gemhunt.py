@@ -6,6 +6,7 @@ import asyncio
 import random
 
 import pytest
+from omegaconf import OmegaConf
 
 from loop_agents.config.load import compose
 from loop_agents.envs.bundled import (
@@ -15,6 +16,7 @@ from loop_agents.envs.bundled import (
     generate_task,
     task_ids,
 )
+from loop_agents.envs.bundled.config import BundledEnvConfig
 from loop_agents.envs.bundled.demonstrations import generate_demonstrations
 from loop_agents.envs.bundled.family import quoted_names
 from loop_agents.envs.bundled.tasks import CONTAINERS, GemHuntTask
@@ -164,3 +166,11 @@ def test_the_family_quotes_names_exactly_when_the_agent_calls_its_tools():
     env = asyncio.run(source.make_env())
     reset = asyncio.run(env.reset(task_ids("dev")[0]))
     assert reset.observation.startswith('Room: "')
+
+
+def test_demonstrations_lent_to_a_served_gem_hunt_stay_unquoted():
+    """env=openenv serving the gem hunt borrows its demonstrations: the served game writes unquoted observations,
+    so the lent demonstrations are unquoted too, even with agent=tools."""
+    cfg = compose(["experiment=demo_openenv", "agent=tools"])
+    lent = BundledEnvConfig(**OmegaConf.to_container(cfg.env.options.demonstration_options))
+    assert not quoted_names(cfg, lent)
