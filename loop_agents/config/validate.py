@@ -6,6 +6,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from loop_agents.config.agent_kind import AGENT_KINDS
 from loop_agents.envs.settings import check_env_config
 from loop_agents.errors import ConfigError
 from loop_agents.gateway.program import check_program
@@ -24,7 +25,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.aggregation": ("loop", "grpo", "token_mean", "dr_grpo"),
     "algorithm.lr_schedule": ("constant", "linear", "cosine"),
     "env.reward": ("partial", "success"),
-    "agent.kind": ("text", "tools"),
+    "agent.kind": AGENT_KINDS,
+    "agent.program_prompts": AGENT_KINDS,
     "env.turn_schedule.kind": ("fixed", "stepwise"),
     "rollout.cut_policy": ("drop_inflight", "finish_started"),
     "learner.overlong": ("drop", "truncate"),
@@ -144,9 +146,6 @@ def validate(cfg: DictConfig) -> None:
 def _validate_agent_program(cfg: DictConfig) -> None:
     """agent.program imports and is callable (or its command exists), before Ray or vLLM start."""
     check_program(OmegaConf.select(cfg, "agent.program", default=""))
-    prompts = OmegaConf.select(cfg, "agent.program_prompts", default="tools")
-    if prompts not in ("tools", "text"):
-        raise ConfigError(f"agent.program_prompts={prompts!r} must be tools or text")
     timeout = OmegaConf.select(cfg, "agent.timeout_s", default=None)
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"agent.timeout_s={timeout} is out of range; it must be > 0")

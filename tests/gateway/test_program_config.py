@@ -91,5 +91,7 @@ def test_a_program_that_prompts_in_text_gets_a_text_warm_start(tiny_model_dir: s
                                   for d in demos for m in d.messages[1:])  # fmt: skip
     chat, demos = warm_start_demonstrations(tools, tiny_model_dir)
     assert chat.tools and demos[0].messages[2]["content"].startswith("<tool_call>")
-    with pytest.raises(ConfigError, match=r"^agent.program_prompts='json' must be tools or text$"):
+    with pytest.raises(
+        ConfigError, match=r"^agent.program_prompts='json' is not allowed; choose one of: text, tools$"
+    ):
         validate(compose(["experiment=demo", program, "agent.program_prompts=json"]))
