@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from openenv.core.generic_client import GenericEnvClient
 
-from loop_agents.envs.openenv.client import OpenEnvSession, ServerReply, capacity_text, rejection_text
+from loop_agents.envs.openenv.session import OpenEnvSession, ServerReply, capacity_text, rejection_text
+from loop_agents.envs.openenv.settings import OpenEnvSettings
 from loop_agents.envs.openenv.tool_calls import call_of_action, reply_text
 from loop_agents.rollout.environment import EnvironmentFailure, Evaluation, ResetResult, StepResult
+from loop_agents.tools.spec import ToolSpec
 
-if TYPE_CHECKING:
-    from loop_agents.envs.openenv.client import OpenEnvTaskSource
+
+class EpisodeSource(Protocol):
+    """What an episode takes from the task source that opened it (client.py's `OpenEnvTaskSource`)."""
+
+    settings: OpenEnvSettings
+    tool_calls: bool
+    finish_supported: bool | None
+
+    def reset_kwargs(self, task_id: str) -> dict[str, Any]: ...
+
+    def tools(self) -> list[ToolSpec]: ...
 
 
 class OpenEnvEpisode:
     """One episode = one OpenEnv session (the `Environment` protocol of rollout/environment.py)."""
 
-    def __init__(self, source: OpenEnvTaskSource, url: str) -> None:
+    def __init__(self, source: EpisodeSource, url: str) -> None:
         self.source, self.settings, self.url = source, source.settings, url
         self.client: GenericEnvClient | None = None
         self.rewards: list[float] = []

@@ -17,7 +17,8 @@ from omegaconf import OmegaConf
 
 from loop_agents.envs.family import EnvironmentFamily
 from loop_agents.envs.openenv.catalogue import offers
-from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe, session_limit
+from loop_agents.envs.openenv.client import OpenEnvTaskSource, probe
+from loop_agents.envs.openenv.session import session_limit
 from loop_agents.envs.openenv.settings import OpenEnvSettings
 from loop_agents.envs.openenv.tool_calls import tool_specs
 from loop_agents.envs.registry import family, family_names
