@@ -1,16 +1,18 @@
 """Asynchronous LOOP on the node in miniature: samples/s and time to a dev success of 0.6 per `max_staleness`.
 
-    python -m benchmarks.async_staleness --staleness 0 1 2 --seeds 0 --iterations 12
+    python -m benchmarks.async_staleness --staleness 0 1 2 4 --seeds 0 1 2 --name async_staleness_seeds
 
 Each setting is one real demo run (`experiment=demo gpu_allocation=cpu_split`: learner on CPU 0, vLLM and the
-rollout actors on CPU 1), one after the other, with `learner.sft_cache_dir` set so the runs share one warm start
-(the first trains and caches it; it is not part of any number below). From each run's metrics rows:
+rollout actors on CPU 1), one after the other, with `learner.sft_cache_dir` and `learner.sft_seed=<seed>` set so a
+seed's runs share one warm start, the same one the ablation's and the gateway's runs of that seed start from (the
+first run of a seed trains and caches it; it is not part of any number below). From each run's metrics rows:
 - samples/s = rollouts collected / Σ time/iteration (the RL loop's wall time, evaluations excluded: they run
   beside it on the sampler's core),
 - time to 0.6 = Σ time/iteration up to the first iteration whose dev evaluation (every 3) has success >= 0.6,
 - the dev curve, held-out success, and the async metrics (staleness histogram, mixed-version share, drops).
-Every run is recorded (benchmarks/results/async_staleness.json via runner.write_analysis, rewritten after each run
-so a stopped series keeps what finished), with the load average before and after: the machine is shared.
+Every run is recorded (benchmarks/results/<name>.json via runner.write_analysis, rewritten after each run so a
+stopped series keeps what finished), with the load average before and after: the machine is shared. Started again,
+the series keeps the finished runs of the same settings on record and runs only the others.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.runner import ROOT, write_analysis
+from benchmarks.runner import RESULTS_DIR, ROOT, write_analysis
 
 RUNS = ROOT / "runs" / "async_staleness"
 TARGET = 0.6
@@ -68,10 +70,11 @@ def summarize(run_dir: Path) -> dict:
 
 
 def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dict:
-    run_dir = RUNS / f"k{staleness}_s{seed}"
+    run_dir = RUNS / f"k{staleness}_s{seed}_it{iterations}"
     command = [
         sys.executable, "-m", "loop_agents.train", "experiment=demo", "gpu_allocation=cpu_split",
-        f"algorithm.max_staleness={staleness}", f"run.seed={seed}", f"run.iterations={iterations}",
+        f"algorithm.max_staleness={staleness}", f"run.seed={seed}", f"learner.sft_seed={seed}",
+        f"run.iterations={iterations}",
         f"run.dir={run_dir.relative_to(ROOT)}", "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled",
         "logging.plots=false", *extra,
     ]  # fmt: skip
@@ -83,7 +86,7 @@ def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dic
         rc = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
     record = {"max_staleness": staleness, "seed": seed, "exit_code": rc, "wall_s": round(time.time() - began, 1),
               "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
-              "overrides": command[3:], "run_dir": str(run_dir.relative_to(ROOT))}  # fmt: skip
+              "overrides": command[3:], "extra": extra, "run_dir": str(run_dir.relative_to(ROOT))}  # fmt: skip
     if (run_dir / "metrics.jsonl").exists():
         record.update(summarize(run_dir))
     return record
@@ -93,15 +96,26 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--staleness", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--iterations", type=int, default=18)
+    parser.add_argument("--name", default="async_staleness", help="benchmarks/results/<name>.json")
     parser.add_argument("--note", default="")
     parser.add_argument("extra", nargs="*", help="more overrides for every run")
     args = parser.parse_args(argv)
-    runs = []
+    path = RESULTS_DIR / f"{args.name}.json"
+    # every run on record stays, the failed ones too
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
     for seed in args.seeds:
         for k in args.staleness:
+            if any(is_finished(r, k, seed, args.iterations, args.extra) for r in runs):
+                continue
             runs.append(run_one(k, seed, args.iterations, args.extra))
-            write_analysis("async_staleness", {"note": args.note, "target_success": TARGET, "runs": runs})
+            write_analysis(args.name, {"note": args.note, "target_success": TARGET, "runs": runs})
+
+
+def is_finished(run: dict, staleness: int, seed: int, iterations: int, extra: list[str]) -> bool:
+    """Whether a run on record is this setting's, finished (exit 0): started again, the series skips it."""
+    return (run["exit_code"] == 0 and run["max_staleness"] == staleness and run["seed"] == seed
+            and run.get("iterations") == iterations and run.get("extra", []) == extra)  # fmt: skip
 
 
 if __name__ == "__main__":
