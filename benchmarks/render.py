@@ -11,7 +11,8 @@ own reports). `README_performance.md` is the summary table, the ratio definition
 `<!-- results:end -->`, and the learning claims' table (`benchmarks/learning.py`, from each claim's raw file)
 between `<!-- learning:begin -->` and `<!-- learning:end -->`; without the markers the README is left alone.
 `docs/ablation.md` holds the ablation's tables (`benchmarks/ablation_table.py`) between `<!-- ablation:begin -->`
-and `<!-- ablation:end -->`; the README's learning table has a pointer row per preset.
+and `<!-- ablation:end -->`; the README's learning table has a pointer row per preset. `docs/performance.md` holds
+the asynchronous-LOOP table (`benchmarks/async_table.py`) between `<!-- async:begin -->` and `<!-- async:end -->`.
 The output depends only on the files: no clock, no git, rows in the registry's order.
 """
 
@@ -23,12 +24,13 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks import ablation_table, learning
+from benchmarks import ablation_table, async_table, learning
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_SUBDIR = Path("benchmarks") / "results"
 REPORT_NAME = "README_performance.md"
 ABLATION_PAGE = Path("docs") / "ablation.md"
+PERFORMANCE_PAGE = Path("docs") / "performance.md"
 NOTES_NAME = "NOTES.md"  # hand-written notes appended to the report
 README_BEGIN = "<!-- results:begin -->"
 README_END = "<!-- results:end -->"
@@ -198,12 +200,17 @@ def rendered_files(root: Path, registry=None) -> dict[Path, str]:
                 text, replaced = text[: span[0]] + block() + text[span[1] :], True
         if replaced:
             out[readme] = text
-    page = root / ABLATION_PAGE  # the ablation's full tables (the README holds a pointer row per preset)
-    if page.exists():
-        text = page.read_text()
-        span = _block_span(text, ablation_table.BEGIN, ablation_table.END)
+    pages = (
+        # the ablation's full tables (the README holds a pointer row per preset)
+        (ABLATION_PAGE, ablation_table.BEGIN, ablation_table.END, ablation_table.render_docs_block),
+        (PERFORMANCE_PAGE, async_table.BEGIN, async_table.END, async_table.render_block),
+    )
+    for name, begin, end, block in pages:
+        page = root / name
+        span = _block_span(page.read_text(), begin, end) if page.exists() else None
         if span is not None:
-            out[page] = text[: span[0]] + ablation_table.render_docs_block(results_dir) + text[span[1] :]
+            text = page.read_text()
+            out[page] = text[: span[0]] + block(results_dir) + text[span[1] :]
     return out
 
 

@@ -19,7 +19,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 @pytest.fixture()
 def copy_root(tmp_path) -> Path:
-    """The README, the ablation page and the canonical result files (not the history) in a fresh root."""
+    """The README, the ablation and performance pages and the canonical result files (not the history) in a fresh
+    root."""
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
     for path in RESULTS.iterdir():
@@ -28,6 +29,7 @@ def copy_root(tmp_path) -> Path:
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     (tmp_path / "docs").mkdir()
     shutil.copy(ROOT / render.ABLATION_PAGE, tmp_path / render.ABLATION_PAGE)  # the ablation's tables
+    shutil.copy(ROOT / render.PERFORMANCE_PAGE, tmp_path / render.PERFORMANCE_PAGE)  # the asynchronous table
     return tmp_path
 
 

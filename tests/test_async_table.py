@@ -1,0 +1,69 @@
+"""The asynchronous-LOOP table (benchmarks/async_table.py) and its series runner's bookkeeping
+(benchmarks/async_staleness.py): ratios paired by seed, hand-computed; the goal line; restarts skip finished runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import async_staleness, async_table
+
+
+def run(
+    k: int, seed: int, samples_per_s: float, time_to: float | None, held: float, exit_code: int = 0
+) -> dict:
+    return {
+        "max_staleness": k, "seed": seed, "exit_code": exit_code, "iterations": 18, "extra": [],
+        "load_before": 1.0 + k, "load_after": 2.0 + k, "samples_per_s": samples_per_s,
+        "time_to_success_0.6_s": time_to, "dev_success": {"0": 0.1, "9": 0.5, "18": 0.7},
+        "held_out": {"held_out/final/success_rate": held},
+        "staleness_tokens": {"0": 60.0, "1": 40.0} if k else {"0": 100.0},
+        "mixed_version_share_mean": 0.1 * k, "dropped_groups": 0.0,
+    }  # fmt: skip
+
+
+RUNS = [
+    run(0, 0, 2.0, 400.0, 0.70), run(0, 1, 1.0, 600.0, 0.74), run(0, 2, 4.0, None, 0.60),
+    run(1, 0, 3.0, 200.0, 0.72), run(1, 1, 2.0, 500.0, 0.70), run(1, 2, 4.0, 300.0, 0.66),
+    run(2, 0, 2.0, 100.0, 0.10, exit_code=1),
+]  # fmt: skip
+
+
+def test_ratios_are_paired_by_seed_and_match_the_hand_computed_values() -> None:
+    sync = {r["seed"]: r for r in RUNS if r["max_staleness"] == 0}
+    row = async_table.summarize([r for r in RUNS if r["max_staleness"] == 1], sync)
+    assert row["seeds"] == [0, 1, 2] and row["failed"] == 0
+    assert row["samples_per_s"] == 3.0  # (3 + 2 + 4) / 3
+    assert row["samples_ratio"] == 1.5  # median of 3/2, 2/1, 4/4
+    # time ratios: sync / async where both reached 0.6: 400/200 = 2.0, 600/500 = 1.2 (seed 2's sync never did)
+    assert row["time_ratio"] == 1.6 and row["time_ratios_n"] == 2
+    assert row["times"] == [200.0, 500.0, 300.0]
+    assert row["staleness"] == "60 / 40 %"
+    assert abs(row["dev_final"] - 0.7) < 1e-12  # the last evaluation of each run
+    failed = async_table.summarize([r for r in RUNS if r["max_staleness"] == 2], sync)
+    assert failed["failed"] == 1 and failed["samples_per_s"] is None
+
+
+def test_the_block_renders_every_setting_and_checks_the_goals_on_the_fastest(tmp_path: Path) -> None:
+    (tmp_path / f"{async_table.NAME}.json").write_text(json.dumps({"runs": RUNS}))
+    block = async_table.render_block(tmp_path)
+    assert block.startswith(async_table.BEGIN) and block.endswith(async_table.END)
+    lines = [line for line in block.splitlines() if line.startswith("| ")]
+    assert [line.split("|")[1].strip() for line in lines[1:]] == ["0", "1", "2"]
+    assert "| 1.50x |" in lines[2] and "not reached" in lines[1] and "- (1)" in lines[3]
+    goal = block.splitlines()[-2]
+    assert "max_staleness=1" in goal and "samples/s 1.50x (goal >= 1.5x: met)" in goal
+    assert "time to 0.6 1.60x over 2 seeds (goal >= 1.3x: met)" in goal
+
+
+def test_nothing_recorded_says_so(tmp_path: Path) -> None:
+    assert "No run recorded yet" in async_table.render_block(tmp_path)
+
+
+def test_a_restarted_series_skips_only_finished_runs_of_the_same_setting() -> None:
+    finished = run(1, 0, 3.0, 200.0, 0.7)
+    assert async_staleness.is_finished(finished, 1, 0, 18, [])
+    assert not async_staleness.is_finished(finished, 1, 0, 12, [])  # other iterations
+    assert not async_staleness.is_finished(finished, 1, 0, 18, ["algorithm.lr=0.001"])  # other overrides
+    assert not async_staleness.is_finished(finished, 2, 0, 18, [])
+    assert not async_staleness.is_finished({**finished, "exit_code": 1}, 1, 0, 18, [])
