@@ -1,9 +1,11 @@
 """Asynchronous LOOP on the node in miniature: samples/s and time to a dev success of 0.6 per `max_staleness`.
 
     python -m benchmarks.async_staleness --staleness 0 1 2 4 --seeds 0 1 2 --name async_staleness_seeds
+    python -m benchmarks.async_staleness --preset appworld_demo --staleness 0 1 2 4 --iterations 30 \
+        --name async_staleness_appworld
 
-Each setting is one real demo run (`experiment=demo gpu_allocation=cpu_split`: learner on CPU 0, vLLM and the
-rollout actors on CPU 1), one after the other, with `learner.sft_cache_dir` and `learner.sft_seed=<seed>` set so a
+Each setting is one real run of the preset (`experiment=<preset> gpu_allocation=cpu_split`: learner on CPU 0, vLLM
+and the rollout actors on CPU 1), one after the other, with `learner.sft_cache_dir` and `learner.sft_seed=<seed>` set so a
 seed's runs share one warm start, the same one the ablation's and the gateway's runs of that seed start from (the
 first run of a seed trains and caches it; it is not part of any number below). From each run's metrics rows:
 - samples/s = rollouts collected / Σ time/iteration (the RL loop's wall time, evaluations excluded: they run
@@ -69,10 +71,10 @@ def summarize(run_dir: Path) -> dict:
     }
 
 
-def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dict:
-    run_dir = RUNS / f"k{staleness}_s{seed}_it{iterations}"
+def run_one(preset: str, staleness: int, seed: int, iterations: int, extra: list[str]) -> dict:
+    run_dir = RUNS / ("" if preset == "demo" else preset) / f"k{staleness}_s{seed}_it{iterations}"
     command = [
-        sys.executable, "-m", "loop_agents.train", "experiment=demo", "gpu_allocation=cpu_split",
+        sys.executable, "-m", "loop_agents.train", f"experiment={preset}", "gpu_allocation=cpu_split",
         f"algorithm.max_staleness={staleness}", f"run.seed={seed}", f"learner.sft_seed={seed}",
         f"run.iterations={iterations}",
         f"run.dir={run_dir.relative_to(ROOT)}", "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled",
@@ -84,7 +86,7 @@ def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dic
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         rc = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
-    record = {"max_staleness": staleness, "seed": seed, "exit_code": rc, "wall_s": round(time.time() - began, 1),
+    record = {"preset": preset, "max_staleness": staleness, "seed": seed, "exit_code": rc, "wall_s": round(time.time() - began, 1),
               "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
               "overrides": command[3:], "extra": extra, "run_dir": str(run_dir.relative_to(ROOT))}  # fmt: skip
     if (run_dir / "metrics.jsonl").exists():
@@ -94,6 +96,7 @@ def run_one(staleness: int, seed: int, iterations: int, extra: list[str]) -> dic
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="demo", help="the experiment preset every run composes")
     parser.add_argument("--staleness", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--iterations", type=int, default=18)
@@ -106,15 +109,16 @@ def main(argv: list[str] | None = None) -> None:
     runs = json.loads(path.read_text())["runs"] if path.exists() else []
     for seed in args.seeds:
         for k in args.staleness:
-            if any(is_finished(r, k, seed, args.iterations, args.extra) for r in runs):
+            if any(is_finished(r, args.preset, k, seed, args.iterations, args.extra) for r in runs):
                 continue
-            runs.append(run_one(k, seed, args.iterations, args.extra))
+            runs.append(run_one(args.preset, k, seed, args.iterations, args.extra))
             write_analysis(args.name, {"note": args.note, "target_success": TARGET, "runs": runs})
 
 
-def is_finished(run: dict, staleness: int, seed: int, iterations: int, extra: list[str]) -> bool:
+def is_finished(run: dict, preset: str, staleness: int, seed: int, iterations: int, extra: list[str]) -> bool:
     """Whether a run on record is this setting's, finished (exit 0): started again, the series skips it."""
-    return (run["exit_code"] == 0 and run["max_staleness"] == staleness and run["seed"] == seed
+    return (run["exit_code"] == 0 and run.get("preset", "demo") == preset and run["max_staleness"] == staleness
+            and run["seed"] == seed
             and run.get("iterations") == iterations and run.get("extra", []) == extra)  # fmt: skip
 
 

@@ -62,8 +62,11 @@ def test_nothing_recorded_says_so(tmp_path: Path) -> None:
 
 def test_a_restarted_series_skips_only_finished_runs_of_the_same_setting() -> None:
     finished = run(1, 0, 3.0, 200.0, 0.7)
-    assert async_staleness.is_finished(finished, 1, 0, 18, [])
-    assert not async_staleness.is_finished(finished, 1, 0, 12, [])  # other iterations
-    assert not async_staleness.is_finished(finished, 1, 0, 18, ["algorithm.lr=0.001"])  # other overrides
-    assert not async_staleness.is_finished(finished, 2, 0, 18, [])
-    assert not async_staleness.is_finished({**finished, "exit_code": 1}, 1, 0, 18, [])
+    assert async_staleness.is_finished(finished, "demo", 1, 0, 18, [])
+    assert not async_staleness.is_finished(finished, "demo", 1, 0, 12, [])  # other iterations
+    assert not async_staleness.is_finished(
+        finished, "demo", 1, 0, 18, ["algorithm.lr=0.001"]
+    )  # other overrides
+    assert not async_staleness.is_finished(finished, "demo", 2, 0, 18, [])
+    assert not async_staleness.is_finished({**finished, "exit_code": 1}, "demo", 1, 0, 18, [])
+    assert not async_staleness.is_finished(finished, "appworld_demo", 1, 0, 18, [])  # another preset
