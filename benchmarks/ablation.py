@@ -25,19 +25,25 @@ Extra Hydra overrides after `--` go to every run; `<algorithm>:key=value` to tha
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import hashlib
 import json
-import os
 import re
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from benchmarks.portable import portable_path
-from benchmarks.runner import ROOT, git_info, machine_info
+from benchmarks.run_records import (
+    ROOT,
+    append_run,
+    dev_curve,
+    load_runs,
+    metrics_rows,
+    provenance,
+    run_summary,
+    train,
+    train_command,
+)
 
 ALGORITHMS = ("loop", "grpo", "rloo", "dr_grpo", "ppo_gae")
 RESULTS = ROOT / "benchmarks" / "results"
@@ -122,25 +128,11 @@ def plan(preset: str, algorithms: list[str], seeds: list[int], iterations: int, 
 # ---------------------------------------------------------------------------------------------- a run's record (pure)
 
 
-def metrics_rows(run_dir: Path) -> list[dict]:
-    path = run_dir / "metrics.jsonl"
-    rows = []
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a killed run's torn last line
-                continue
-    return rows
-
-
 def selection_metric(run_dir: Path) -> str:
     """The metric that picks `best` (the preset's dev score): summary.json's, else config.yaml's eval.best_metric."""
-    summary = run_dir / "summary.json"
-    if summary.is_file():
-        best = json.loads(summary.read_text()).get("best") or {}
-        if best.get("metric"):
-            return str(best["metric"])
+    best = run_summary(run_dir).get("best") or {}
+    if best.get("metric"):
+        return str(best["metric"])
     config = run_dir / "config.yaml"
     if config.is_file():
         found = re.search(r"^  best_metric: (\S+)$", config.read_text(), re.MULTILINE)
@@ -153,11 +145,7 @@ def measure(rows: list[dict], metric: str) -> dict:
     """From the metrics rows: the dev curve of `metric` by evaluated iteration (the last row of one wins), the warm
     start's score (iteration 0), final (last evaluation), best (highest), seconds per iteration (mean of
     time/iteration) and the groups whose rewards were all equal (summed over iterations)."""
-    curve: dict[int, float] = {}
-    for row in rows:
-        if f"eval/{metric}" in row and "eval/iteration" in row:
-            curve[int(row["eval/iteration"])] = float(row[f"eval/{metric}"])
-    curve = dict(sorted(curve.items()))
+    curve = dev_curve(rows, metric)
     seconds = [float(r["time/iteration"]) for r in rows if "time/iteration" in r]
     grouped = [r for r in rows if "adv/num_groups" in r and "adv/zero_variance_groups" in r]
     out: dict = {
@@ -183,8 +171,7 @@ def measure(rows: list[dict], metric: str) -> dict:
 
 def held_out(run_dir: Path, metric: str) -> dict:
     """start / best / final on the tasks the selection never saw (summary.json), where the run measured them."""
-    path = run_dir / "summary.json"
-    held = (json.loads(path.read_text()).get("held_out") or {}) if path.is_file() else {}
+    held = run_summary(run_dir).get("held_out") or {}
     return {
         k.split("/")[1]: v for k, v in held.items() if k.endswith(f"/{metric}") or k.endswith("num_tasks")
     }
@@ -231,15 +218,6 @@ def build_record(entry: dict, exit_code: int | None, wall_s: float, load_before:
 # ---------------------------------------------------------------------------------------------- running
 
 
-def load(out: Path) -> list[dict]:
-    return json.loads(out.read_text())["runs"] if out.exists() else []
-
-
-def append(out: Path, record: dict) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"runs": [*load(out), record]}, indent=1) + "\n")
-
-
 def preset_samples(preset: str, overrides: list[str]) -> tuple[int, int, int]:
     """(rollouts_per_task, tasks_per_iteration, run.iterations) of `experiment=<preset>` as LOOP composes it (with
     the extra overrides every algorithm takes)."""
@@ -264,28 +242,18 @@ def check_configs(runs: list[dict]) -> str | None:
 
 
 def run_one(entry: dict) -> dict:
+    """Train one planned run (its log `ablation.log` in the run directory, added to) and return its record, stamped
+    with the commit, date, CPU and cores."""
     run_dir = Path(entry["run_dir"])
     resumed = (run_dir / "metrics.jsonl").exists()  # an interrupted runner's run: training resumes from there
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / "ablation.log"
-    command = [sys.executable, "-m", "loop_agents.train", *entry["train_overrides"]]
-    env = {
-        **os.environ,
-        "WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
-        "RAY_USAGE_STATS_ENABLED": "0",
-    }
-    print(f"[ablation] {entry['algorithm']} seed {entry['seed']}: {' '.join(command[2:])}", flush=True)
-    load_before, started = os.getloadavg()[0], time.perf_counter()
-    with open(log_path, "a") as log:
-        code = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
-    wall = time.perf_counter() - started
+    shown = " ".join(train_command(entry["train_overrides"])[2:])
+    print(f"[ablation] {entry['algorithm']} seed {entry['seed']}: {shown}", flush=True)
+    run = train(entry["train_overrides"], log_path, append=True)
     text = log_path.read_text(errors="replace")
-    record = build_record(entry, code, wall, load_before, os.getloadavg()[0], text, resumed)
-    git = git_info()
-    machine = machine_info()
-    record.update(commit=git["commit"] + ("+dirty" if git["dirty"] else ""),
-                  date=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                  cpu=machine["cpu"], cores=machine["cores"])  # fmt: skip
+    record = build_record(entry, run.exit_code, run.wall_s, run.load_before, run.load_after, text, resumed)
+    record.update(provenance())
     return record
 
 
@@ -310,7 +278,7 @@ def cmd_run(args: argparse.Namespace, overrides: list[str]) -> int:
     out = Path(args.out) if args.out else default_out(args.preset)
     runs = plan(args.preset, args.algorithms, args.seeds, iterations, k, t, overrides, Path(args.runs_dir),
                 args.warm_cache)  # fmt: skip
-    todo = pending(runs, [r for r in load(out) if r.get("preset") == args.preset], args.retry_failed)
+    todo = pending(runs, [r for r in load_runs(out) if r.get("preset") == args.preset], args.retry_failed)
     print(f"[ablation] {args.preset}: {len(runs)} runs planned ({k} x {t} x {iterations} = {k * t * iterations} "
           f"samples each), {len(runs) - len(todo)} already recorded in {portable_path(out)}", flush=True)  # fmt: skip
     problem = check_configs(todo)
@@ -319,7 +287,7 @@ def cmd_run(args: argparse.Namespace, overrides: list[str]) -> int:
         return 2
     for entry in todo:
         record = run_one(entry)
-        append(out, record)
+        append_run(out, record)
         print(f"[ablation] {row_text(record)}", flush=True)
     return 0
 

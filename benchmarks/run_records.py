@@ -107,7 +107,9 @@ def train(overrides: list[str], log_path: Path, append: bool = False) -> TrainRu
     log_path.parent.mkdir(parents=True, exist_ok=True)
     load_before, started = os.getloadavg()[0], time.perf_counter()
     with open(log_path, "a" if append else "w") as log:
-        done = subprocess.run(train_command(overrides), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        done = subprocess.run(
+            train_command(overrides), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
     return TrainRun(done.returncode, time.perf_counter() - started, load_before, os.getloadavg()[0])
 
 

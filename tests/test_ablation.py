@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import ablation, ablation_table, render
+from benchmarks.run_records import append_run, load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -195,11 +196,11 @@ def test_a_run_directory_becomes_one_record_and_a_recorded_run_is_not_run_again(
     assert ablation.record_key(record) == entry["key"]
 
     out = tmp_path / "ablation_demo.json"
-    ablation.append(out, record)
+    append_run(out, record)
     planned = ablation.plan("demo", ["grpo", "rloo"], [0], 2, 2, 2, [], tmp_path / "runs", "cache")
-    assert [p["algorithm"] for p in ablation.pending(planned, ablation.load(out))] == ["rloo"]
+    assert [p["algorithm"] for p in ablation.pending(planned, load_runs(out))] == ["rloo"]
     other_samples = ablation.plan("demo", ["grpo"], [0], 2, 2, 4, [], tmp_path / "runs", "cache")
-    assert ablation.pending(other_samples, ablation.load(out)) == other_samples  # another run, not this one
+    assert ablation.pending(other_samples, load_runs(out)) == other_samples  # another run, not this one
 
 
 def test_a_failed_run_is_recorded_with_its_reason_and_retried_only_when_asked(tmp_path: Path) -> None:
