@@ -20,13 +20,9 @@ the series keeps the finished runs of the same settings on record and runs only 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
+from benchmarks.run_records import dev_curve, load_runs, metrics_rows, run_summary, train
 from benchmarks.runner import RESULTS_DIR, ROOT, write_analysis
 
 RUNS = ROOT / "runs" / "async_staleness"
@@ -35,25 +31,23 @@ TARGET = 0.6
 
 def summarize(run_dir: Path) -> dict:
     """The numbers of one finished (or stopped) run, from its metrics rows and summary."""
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    train = sorted((r for r in rows if "rollout/count" in r), key=lambda r: r["iteration"])
-    dev = {int(r["eval/iteration"]): r["eval/success_rate"] for r in rows if "eval/success_rate" in r}
+    rows = metrics_rows(run_dir)
+    train_rows = sorted((r for r in rows if "rollout/count" in r), key=lambda r: r["iteration"])
+    dev = dev_curve(rows)
     elapsed, clock = 0.0, {}
-    for row in train:
+    for row in train_rows:
         elapsed += row["time/iteration"]
         clock[int(row["iteration"])] = elapsed
     reached = [i for i in sorted(dev) if i in clock and dev[i] >= TARGET]
-    samples = sum(r["rollout/count"] for r in train)
-    summary = (
-        json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-    )
+    samples = sum(r["rollout/count"] for r in train_rows)
+    summary = run_summary(run_dir)
     staleness: dict[str, float] = {}
-    for row in train:
+    for row in train_rows:
         for key, value in row.items():
             if key.startswith("async/staleness_tokens_"):
                 staleness[key.rsplit("_", 1)[1]] = staleness.get(key.rsplit("_", 1)[1], 0.0) + value
     return {
-        "iterations": len(train),
+        "iterations": len(train_rows),
         "samples": samples,
         "rl_seconds": round(elapsed, 1),
         "samples_per_s": round(samples / elapsed, 3) if elapsed else None,
@@ -63,32 +57,26 @@ def summarize(run_dir: Path) -> dict:
         "held_out": summary.get("held_out"),
         "staleness_tokens": staleness,
         "mixed_version_share_mean": round(
-            sum(r.get("async/mixed_version_share", 0.0) for r in train) / max(len(train), 1), 3
+            sum(r.get("async/mixed_version_share", 0.0) for r in train_rows) / max(len(train_rows), 1), 3
         ),
-        "dropped_groups": sum(r.get("async/dropped_groups", 0.0) for r in train),
-        "time_learn_s": round(sum(r["time/learn"] for r in train), 1),
-        "time_rollout_wait_s": round(sum(r["time/rollout"] for r in train), 1),
+        "dropped_groups": sum(r.get("async/dropped_groups", 0.0) for r in train_rows),
+        "time_learn_s": round(sum(r["time/learn"] for r in train_rows), 1),
+        "time_rollout_wait_s": round(sum(r["time/rollout"] for r in train_rows), 1),
     }
 
 
 def run_one(preset: str, staleness: int, seed: int, iterations: int, extra: list[str]) -> dict:
     run_dir = RUNS / ("" if preset == "demo" else preset) / f"k{staleness}_s{seed}_it{iterations}"
-    command = [
-        sys.executable, "-m", "loop_agents.train", f"experiment={preset}", "gpu_allocation=cpu_split",
-        f"algorithm.max_staleness={staleness}", f"run.seed={seed}", f"learner.sft_seed={seed}",
-        f"run.iterations={iterations}",
-        f"run.dir={run_dir.relative_to(ROOT)}", "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled",
-        "logging.plots=false", *extra,
+    overrides = [
+        f"experiment={preset}", "gpu_allocation=cpu_split", f"algorithm.max_staleness={staleness}", f"run.seed={seed}",
+        f"learner.sft_seed={seed}", f"run.iterations={iterations}", f"run.dir={run_dir.relative_to(ROOT)}",
+        "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled", "logging.plots=false", *extra,
     ]  # fmt: skip
-    load_before = os.getloadavg()[0]
-    began = time.time()
-    log = run_dir.with_suffix(".log")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        rc = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
-    record = {"preset": preset, "max_staleness": staleness, "seed": seed, "exit_code": rc, "wall_s": round(time.time() - began, 1),
-              "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
-              "overrides": command[3:], "extra": extra, "run_dir": str(run_dir.relative_to(ROOT))}  # fmt: skip
+    run = train(overrides, run_dir.with_suffix(".log"))
+    record = {"preset": preset, "max_staleness": staleness, "seed": seed, "exit_code": run.exit_code,
+              "wall_s": round(run.wall_s, 1), "load_before": round(run.load_before, 2),
+              "load_after": round(run.load_after, 2), "overrides": overrides, "extra": extra,
+              "run_dir": str(run_dir.relative_to(ROOT))}  # fmt: skip
     if (run_dir / "metrics.jsonl").exists():
         record.update(summarize(run_dir))
     return record
@@ -106,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     path = RESULTS_DIR / f"{args.name}.json"
     # every run on record stays, the failed ones too
-    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    runs = load_runs(path)
     for seed in args.seeds:
         for k in args.staleness:
             if any(is_finished(r, args.preset, k, seed, args.iterations, args.extra) for r in runs):
