@@ -12,13 +12,13 @@ spread to compare with is `benchmarks/results/demo_seeds.json`.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import re
 from pathlib import Path
 
 from benchmarks.portable import portable_path
-from benchmarks.runner import RESULTS_DIR, git_info, machine_info
+from benchmarks.run_records import append_run, dev_curve, metrics_rows, provenance, run_summary
+from benchmarks.runner import RESULTS_DIR, machine_info
 
 OUT = RESULTS_DIR / "demo_tools_runs.json"
 _EPOCH = re.compile(r"\[warm start\] epoch (\d+)/\d+: loss ([\d.]+), P\(optimal held-out episode\) ([\d.]+)")
@@ -29,15 +29,8 @@ def record(run_dir: Path, log: Path, note: str) -> dict:
     text = log.read_text(errors="replace") if log.exists() else ""
     config = (run_dir / "config.yaml").read_text() if (run_dir / "config.yaml").exists() else ""
     exit_code = re.findall(r"^rc=(-?\d+)$", text, re.MULTILINE)
-    rows = []
-    if (run_dir / "metrics.jsonl").exists():
-        rows = [
-            json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()
-        ]
-    dev = {int(r["eval/iteration"]): r["eval/success_rate"] for r in rows if "eval/success_rate" in r}
-    summary = (
-        json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-    )
+    rows = metrics_rows(run_dir)
+    summary = run_summary(run_dir)
     held = summary.get("held_out") or {}
     iterations = [m.groups() for m in map(_ITER.match, text.splitlines()) if m]
     tool_errors: dict[str, float] = {}
@@ -45,6 +38,7 @@ def record(run_dir: Path, log: Path, note: str) -> dict:
         for key, value in row.items():
             if key.startswith("tools/error/"):
                 tool_errors[key] = tool_errors.get(key, 0.0) + value
+    stamp = provenance()
     return {
         "run_dir": portable_path(run_dir),
         "agent_tools": "kind: tools" in config,
@@ -57,13 +51,13 @@ def record(run_dir: Path, log: Path, note: str) -> dict:
         ],
         "rl_iterations_done": int(iterations[-1][0]) if iterations else 0,
         "rollout_success_per_iteration": [float(s) for *_, s in iterations],
-        "dev_success": dict(sorted(dev.items())),
+        "dev_success": dev_curve(rows),
         "held_out": {k: v for k, v in held.items() if k.endswith("success_rate") or k.endswith("num_tasks")},
         "tool_errors_total": tool_errors,
         "phases_s": summary.get("phases_s", {}),
         "note": note,
-        "commit": git_info()["commit"],
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "commit": stamp["commit"],
+        "date": stamp["date"],
         "machine": machine_info(),
     }
 
@@ -75,8 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--note", default="")
     args = parser.parse_args(argv)
     entry = record(args.run_dir, args.log or args.run_dir.with_suffix(".log"), args.note)
-    runs = json.loads(OUT.read_text())["runs"] if OUT.exists() else []
-    OUT.write_text(json.dumps({"runs": [*runs, entry]}, indent=1) + "\n")
+    append_run(OUT, entry)
     print(json.dumps(entry, indent=1))
     print(f"-> {OUT.relative_to(RESULTS_DIR.parent.parent)}")
 
