@@ -30,17 +30,25 @@ P(label > baseline) on the dev mean after the warm start and on train success.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import itertools
-import json
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 from benchmarks.portable import portable_path
-from benchmarks.runner import ROOT, git_info, machine_info
+from benchmarks.run_records import (
+    ROOT,
+    dev_curve,
+    load_runs,
+    metrics_rows,
+    provenance,
+    run_summary,
+    save_runs,
+    train,
+    train_command,
+    utc_date,
+)
+from benchmarks.runner import machine_info
 from loop_agents.eval.stats import improvement_probability, iqm_interval
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "appworld_demo_runs.json"
@@ -49,25 +57,21 @@ COMPARED = ("train_success", "dev_tgc_mean", "command_s")
 
 def summarize_run(run_dir: Path) -> dict:
     """Speed and learning of one finished run, read from its `metrics.jsonl` and `summary.json`."""
-    metrics = run_dir / "metrics.jsonl"
-    if not metrics.is_file():
+    if not (run_dir / "metrics.jsonl").is_file():
         raise ValueError(f"{run_dir} has no metrics.jsonl: not a run directory")
-    rows = []
-    for line in metrics.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a killed run's torn last line
-            continue
+    rows = metrics_rows(run_dir)
     iterations = [r for r in rows if "time/rollout" in r]
     if not iterations:
         raise ValueError(f"{run_dir}: no finished iteration in metrics.jsonl")
-    dev = {int(r["eval/iteration"]): float(r["eval/tgc"]) for r in rows if "eval/tgc" in r}
+    dev = dev_curve(rows, "tgc")
     later_rollouts = [r["time/rollout"] for r in iterations if r["iteration"] >= 2] or [
         iterations[0]["time/rollout"]
     ]
     success = [float(r["rollout/success_rate"]) for r in iterations]
-    summary = json.loads((run_dir / "summary.json").read_text())
-    after_warm_start = [v for it, v in sorted(dev.items()) if it > 0]
+    summary = run_summary(run_dir)
+    if not summary:
+        raise ValueError(f"{run_dir} has no summary.json: the run did not finish")
+    after_warm_start = [v for it, v in dev.items() if it > 0]
     return {
         "iterations": len(iterations),
         "command_s": round(float(summary["phases_s"]["total"]), 1),
@@ -77,7 +81,7 @@ def summarize_run(run_dir: Path) -> dict:
         "train_success": round(statistics.mean(success), 4),
         "train_success_last5": round(statistics.mean(success[-5:]), 4),
         "train_success_by_iteration": [round(s, 4) for s in success],
-        "dev_tgc": {str(k): round(v, 4) for k, v in sorted(dev.items())},
+        "dev_tgc": {str(k): round(v, 4) for k, v in dev.items()},
         "dev_tgc_mean": round(statistics.mean(after_warm_start), 4) if after_warm_start else None,
     }
 
@@ -119,48 +123,27 @@ def by_seed(runs: list[dict], key: str) -> dict[int, float]:
     return {seed: statistics.mean(values) for seed, values in seeds.items()}
 
 
-def load(out: Path) -> list[dict]:
-    return json.loads(out.read_text())["runs"] if out.exists() else []
-
-
-def save(out: Path, runs: list[dict]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
-
-
 def record(out: Path, entry: dict) -> None:
     """Add a run, replacing an earlier record of the same label, seed and run directory."""
     key = (entry["label"], entry["seed"], entry["run_dir"])
-    runs = [r for r in load(out) if (r["label"], r["seed"], r["run_dir"]) != key]
-    save(out, runs + [entry])
-
-
-def git_commit() -> str:
-    git = git_info()
-    return git["commit"] + ("+dirty" if git["dirty"] else "")
+    runs = [r for r in load_runs(out) if (r["label"], r["seed"], r["run_dir"]) != key]
+    save_runs(out, runs + [entry])
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     runs_dir = Path(args.runs_dir).resolve()
-    commit = git_commit()  # the code the runs start from, before anything is recorded
+    commit = provenance()["commit"]  # the code the runs start from, before anything is recorded
     for seed in args.seeds:
         run_dir = runs_dir / f"{args.label}_s{seed}"
-        command = [
-            sys.executable,
-            "-m",
-            "loop_agents.train",
+        overrides = [
             "experiment=appworld_demo",
             f"run.seed={seed}",
             f"run.iterations={args.iterations}",
             f"run.dir={run_dir}",
             *args.overrides,
         ]
-        print("running:", " ".join(command), flush=True)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with open(run_dir / "command_log.txt", "w") as log:
-            code = subprocess.run(
-                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ
-            ).returncode
+        print("running:", " ".join(train_command(overrides)), flush=True)
+        code = train(overrides, run_dir / "command_log.txt").exit_code
         entry = {
             "label": args.label,
             "seed": seed,
@@ -169,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "overrides": args.overrides,
             "exit_code": code,
             "machine": machine_info(),
-            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "date": utc_date(),
         }
         try:
             entry.update(summarize_run(run_dir))
@@ -326,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_run(args)
     if args.command == "add":
         return cmd_add(args)
-    print(report(load(Path(args.out)), args.baseline))
+    print(report(load_runs(Path(args.out)), args.baseline))
     return 0
 
 
