@@ -21,56 +21,42 @@ beats another run's warm start (Mann-Whitney), with its interval; the same for t
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # benchmarks/ (not an installed package) for portable_path
+sys.path.insert(0, str(ROOT))  # benchmarks/ (not an installed package) for portable_path and run_records
 
 from benchmarks.portable import from_portable, portable_path  # noqa: E402
+from benchmarks.run_records import (  # noqa: E402
+    TrainRun,
+    append_run,
+    dev_curve,
+    load_runs,
+    metrics_rows,
+    provenance,
+    run_summary,
+    save_runs,
+    train,
+    train_command,
+)
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "demo_seeds.json"
 README_BEGIN, README_END = "<!-- demo_seeds:begin -->", "<!-- demo_seeds:end -->"
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
-
-
 def eval_curve(run_dir: Path) -> dict[int, dict[str, float]]:
-    """Held-out dev success and reward per evaluated iteration (the last row of an iteration wins)."""
-    curve: dict[int, dict[str, float]] = {}
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return curve
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "eval/success_rate" in row and "eval/iteration" in row:
-            curve[int(row["eval/iteration"])] = {
-                "success": float(row["eval/success_rate"]),
-                "reward": float(row.get("eval/reward_mean", float("nan"))),
-            }
-    return dict(sorted(curve.items()))
+    """Held-out dev success and reward per evaluated iteration (the last row of an iteration wins): the demo's
+    record keeps the mean reward beside the success (NaN where an evaluation logged none)."""
+    rows = metrics_rows(run_dir)
+    reward = dev_curve(rows, "reward_mean")
+    return {
+        iteration: {"success": success, "reward": reward.get(iteration, float("nan"))}
+        for iteration, success in dev_curve(rows).items()
+    }
 
 
 def warm_report(run_dir: Path) -> dict:
@@ -111,12 +97,11 @@ def warm_quality(run_dir: Path, threads: int) -> dict:
     return {**report, **optimal_episode_probabilities(model, chat, 100, quoted=quoted)}
 
 
-def run_summary(run_dir: Path) -> dict:
+def phases_and_held_out(run_dir: Path) -> dict:
     """From the run's summary.json: time per phase, and held-out success (the tasks the selection never saw)."""
-    path = run_dir / "summary.json"
-    if not path.exists():
+    summary = run_summary(run_dir)
+    if not summary:
         return {}
-    summary = json.loads(path.read_text())
     out: dict = {"phases_s": {k: round(v, 1) for k, v in summary.get("phases_s", {}).items()}}
     held = summary.get("held_out") or {}
     if "held_out/start/success_rate" in held:
@@ -137,28 +122,17 @@ def run_one(seed: int, threads: int, runs_dir: Path, overrides: list[str]) -> di
         repeat += 1
         run_dir = runs_dir / f"s{seed}_t{threads}_r{repeat}"
     run_dir.mkdir(parents=True)
-    command = [
-        sys.executable,
-        "-m",
-        "loop_agents.train",
+    train_overrides = [
         "experiment=demo",
         f"run.seed={seed}",
         f"gpu_allocation.cpu_learner_threads={threads}",
         f"run.dir={run_dir}",
         *overrides,
     ]
-    env = {
-        **os.environ,
-        "WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
-        "RAY_USAGE_STATS_ENABLED": "0",
-    }
-    load_before = os.getloadavg()[0]
-    print(f"[demo_seeds] seed {seed}, {threads} thread(s): {' '.join(command[2:])}", flush=True)
-    t0 = time.perf_counter()
-    with open(run_dir / "demo_seeds.log", "w") as log:
-        code = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
-    wall = time.perf_counter() - t0
-    result = summarize(run_dir, seed, threads, overrides, code, wall, load_before)
+    shown = " ".join(train_command(train_overrides)[2:])
+    print(f"[demo_seeds] seed {seed}, {threads} thread(s): {shown}", flush=True)
+    run = train(train_overrides, run_dir / "demo_seeds.log")
+    result = summarize(run_dir, seed, threads, overrides, run)
     print(f"[demo_seeds] {row_text(result)}", flush=True)
     return result
 
@@ -168,31 +142,31 @@ def summarize(
     seed: int,
     threads: int,
     overrides: list[str],
-    code: int,
-    wall: float,
-    load_before: float,
+    run: TrainRun,
     commit: str | None = None,
     note: str | None = None,
     date: str | None = None,
 ) -> dict:
-    """The JSON record of one finished (or stopped) demo run in `run_dir`."""
+    """The JSON record of one finished (or stopped) demo run in `run_dir`, stamped with this checkout's provenance
+    (`commit` and `date` given: the run's own, for a run made elsewhere)."""
     curve = eval_curve(run_dir)
+    stamp = provenance()
     result = {
         "seed": seed,
         "threads": threads,
         "overrides": overrides,
-        "exit_code": code,
-        "wall_s": round(wall, 1),
-        "load_before": round(load_before, 2),
-        "load_after": round(os.getloadavg()[0], 2),
+        "exit_code": run.exit_code,
+        "wall_s": round(run.wall_s, 1),
+        "load_before": round(run.load_before, 2),
+        "load_after": round(run.load_after, 2),
         "run_dir": portable_path(run_dir),
-        "date": date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": commit or git_commit(),
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
+        "date": date or stamp["date"],
+        "commit": commit or stamp["commit"],
+        "cpu": stamp["cpu"],
+        "cores": stamp["cores"],
         "warm": warm_quality(run_dir, threads),
         "dev_curve": {str(k): v for k, v in curve.items()},
-        **run_summary(run_dir),
+        **phases_and_held_out(run_dir),
     }
     if note:
         result["note"] = note
@@ -210,15 +184,6 @@ def row_text(r: dict) -> str:
         f"seed {r['seed']} threads {r['threads']}: exit {r['exit_code']}, {r['wall_s']:.0f} s, "
         f"dev {r.get('dev_start', float('nan')):.2f} -> {r.get('dev_end', float('nan')):.2f} ({gain})"
     )
-
-
-def load(out: Path) -> list[dict]:
-    return json.loads(out.read_text())["runs"] if out.exists() else []
-
-
-def save(out: Path, runs: list[dict]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
 
 
 def summary_line(runs: list[dict]) -> str:
@@ -240,9 +205,11 @@ def _runs(n: int) -> str:
 
 
 def descends_from(commit: str, ancestor: str) -> bool:
-    """True if `commit` is `ancestor` or comes after it in this repository's history."""
+    """True if `commit` (`+dirty` or not) is `ancestor` or comes after it in this repository's history."""
     done = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", ancestor, commit], cwd=ROOT, capture_output=True
+        ["git", "merge-base", "--is-ancestor", ancestor, commit.removesuffix("+dirty")],
+        cwd=ROOT,
+        capture_output=True,
     )
     return done.returncode == 0
 
@@ -323,7 +290,7 @@ def refreshed(record: dict) -> dict:
     run_dir = from_portable(record["run_dir"])
     if not run_dir.is_dir():
         return record
-    record = {**record, **run_summary(run_dir)}
+    record = {**record, **phases_and_held_out(run_dir)}
     report = warm_report(run_dir)
     if record.get("warm") and report:
         record["warm"] = {
@@ -397,11 +364,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "record":
         if not (args.run_dir / "metrics.jsonl").is_file():
             parser.error(f"{args.run_dir} has no metrics.jsonl: not a run directory")
-        result = summarize(
-            args.run_dir, args.seed, args.threads, overrides, args.exit_code, args.wall_s, args.load_before,
-            commit=args.commit, note=args.note, date=args.date,
-        )  # fmt: skip
-        save(args.out, load(args.out) + [result])
+        run = TrainRun(args.exit_code, args.wall_s, args.load_before, os.getloadavg()[0])
+        result = summarize(args.run_dir, args.seed, args.threads, overrides, run, commit=args.commit,
+                           note=args.note, date=args.date)  # fmt: skip
+        append_run(args.out, result)
         print(f"[demo_seeds] recorded: {row_text(result)}")
         overrides = []
     if args.command == "report" and overrides:
@@ -411,19 +377,18 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--threads must be >= 1")
         for seed in args.seeds:
             for threads in args.threads:
-                runs = load(args.out)
+                runs = load_runs(args.out)
                 same = [
                     r for r in runs if (r["seed"], r["threads"], r["overrides"]) == (seed, threads, overrides)
                 ]
                 if same and not args.rerun:
                     print(f"[demo_seeds] already recorded: {row_text(same[-1])}")
                     continue
-                result = run_one(seed, threads, args.runs_dir, overrides)
-                save(args.out, load(args.out) + [result])
-    runs = load(args.out)
+                append_run(args.out, run_one(seed, threads, args.runs_dir, overrides))
+    runs = load_runs(args.out)
     if args.command == "report" and args.refresh:
         runs = [refreshed(r) for r in runs]
-        save(args.out, runs)
+        save_runs(args.out, runs)
     table = markdown_table(runs, getattr(args, "since", None))
     print(table)
     if args.command == "report" and args.readme:
