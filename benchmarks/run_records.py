@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.runner import ROOT, git_info, machine_info
+from benchmarks.runner import ROOT, git_info, machine_info, write_atomically
 
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
 
@@ -124,17 +124,7 @@ def load_runs(path: Path) -> list[dict]:
 def save_runs(path: Path, runs: list[dict]) -> None:
     """Write `{"runs": runs}` to `path` atomically (a temporary file beside it, then os.replace): a reader, or a
     writer stopped half-way, sees the old file or the new one, never part of one."""
-    text = json.dumps({"runs": runs}, indent=1) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_atomically(path, json.dumps({"runs": runs}, indent=1) + "\n")
 
 
 def append_run(path: Path, record: dict) -> None:

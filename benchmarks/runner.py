@@ -255,9 +255,24 @@ def write_analysis(name: str, fields: dict) -> Path:
     record = {"name": name, **fields, "git": git_info(),
               "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "machine": machine_info()}  # fmt: skip
     out = RESULTS_DIR / f"{name}.json"
-    out.write_text(json.dumps(record, indent=1) + "\n")
+    write_atomically(out, json.dumps(record, indent=1) + "\n")
     print(f"-> {out.relative_to(ROOT)}")
     return out
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it and os.replace: a reader, or a writer stopped
+    half-way, sees the old file or the new one, never part of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def check_goal(ratio: float | None, goal: str | None) -> bool | None:
