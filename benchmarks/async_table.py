@@ -33,6 +33,34 @@ def load(results: Path) -> list[dict]:
     return json.loads(path.read_text())["runs"] if path.is_file() else []
 
 
+def rows_by_setting(runs: list[dict]) -> dict[int, dict]:
+    """`summarize` of each max_staleness, every one against the synchronous runs of the same seeds."""
+    sync = {r["seed"]: r for r in runs if r["max_staleness"] == 0 and r["exit_code"] == 0}
+    settings = sorted({r["max_staleness"] for r in runs})
+    return {k: summarize([r for r in runs if r["max_staleness"] == k], sync) for k in settings}
+
+
+def readme_rows(results: Path) -> list[tuple[str, str, str, str]]:
+    """The README learning table's row: each asynchronous setting against the synchronous loop (none without runs)."""
+    runs = load(results)
+    rows = rows_by_setting(runs)
+    if 0 not in rows or rows[0]["held_out"] is None or len(rows) < 2:
+        return []
+    parts = []
+    for k, row in rows.items():
+        held = row["held_out"]
+        text = f"held-out {held.text(2)}" if held else "held-out -"
+        if k:
+            text = (f"samples/s {_x(row['samples_ratio'])}, time to 0.6 {_x(row['time_ratio'])} "
+                    f"(n={row['time_ratios_n']}), " + text)  # fmt: skip
+        parts.append(f"k={k}: {text}")
+    date = json.loads((results / f"{NAME}.json").read_text())["date"][:10]
+    seeds = len(rows[0]["seeds"])
+    claim = (f"`demo`, asynchronous (`algorithm.max_staleness=k`) on the node in miniature (`cpu_split`), x the "
+             f"synchronous loop (k=0) of the same seed, median of {seeds} seeds ([table](docs/performance.md))")  # fmt: skip
+    return [(claim, "; ".join(parts), date, f"{NAME}.json")]
+
+
 def held_out_final(run: dict) -> float | None:
     return (run.get("held_out") or {}).get("held_out/final/success_rate")
 
@@ -97,9 +125,7 @@ def render_block(results: Path) -> str:
     runs = load(results)
     if not runs:
         return f"{BEGIN}\nNo run recorded yet: `python -m benchmarks.async_staleness` (see above).\n{END}"
-    sync = {r["seed"]: r for r in runs if r["max_staleness"] == 0 and r["exit_code"] == 0}
-    settings = sorted({r["max_staleness"] for r in runs})
-    rows = {k: summarize([r for r in runs if r["max_staleness"] == k], sync) for k in settings}
+    rows = rows_by_setting(runs)
     lines = [
         BEGIN,
         f"From [`{NAME}.json`](../benchmarks/results/{NAME}.json) (`benchmarks/async_table.py`):",

@@ -4,7 +4,7 @@
 `--check` fails when a number there differs from what the files give, like the speed table. Aggregates over runs
 are rliable's (IQM with the stratified-bootstrap interval, `loop_agents/eval/stats.py`), seeded, so the text depends
 only on the files. The ablation's rows (one per preset, pointing at docs/ablation.md) come from
-benchmarks/ablation_table.py.
+benchmarks/ablation_table.py, the asynchronous loop's row from benchmarks/async_table.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import ablation_table
+from benchmarks import ablation_table, async_table
 from loop_agents.eval.stats import Interval, iqm_interval
 
 BEGIN = "<!-- learning:begin -->"
@@ -155,7 +155,8 @@ def render_block(root: Path) -> str:
         "| Claim | Value (95 % intervals) | Date | Raw |",
         "| --- | --- | --- | --- |",
     ]
-    for claim, value, date, name in [row(results) for row in ROWS] + ablation_table.readme_rows(results):
+    extra = ablation_table.readme_rows(results) + async_table.readme_rows(results)
+    for claim, value, date, name in [row(results) for row in ROWS] + extra:
         lines.append(f"| {claim} | {value} | {date} | [{name}]({RESULTS.as_posix()}/{name}) |")
     lines.append(END)
     return "\n".join(lines)

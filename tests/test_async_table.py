@@ -70,3 +70,17 @@ def test_a_restarted_series_skips_only_finished_runs_of_the_same_setting() -> No
     assert not async_staleness.is_finished(finished, "demo", 2, 0, 18, [])
     assert not async_staleness.is_finished({**finished, "exit_code": 1}, "demo", 1, 0, 18, [])
     assert not async_staleness.is_finished(finished, "appworld_demo", 1, 0, 18, [])  # another preset
+
+
+def test_the_readme_row_gives_each_setting_against_the_synchronous_loop(tmp_path: Path) -> None:
+    (tmp_path / f"{async_table.NAME}.json").write_text(
+        json.dumps({"runs": RUNS, "date": "2026-11-29T11:00:00"})
+    )
+    [(claim, value, date, name)] = async_table.readme_rows(tmp_path)
+    assert "median of 3 seeds" in claim and date == "2026-11-29" and name == f"{async_table.NAME}.json"
+    # IQM of 3 runs trims nothing: the means (0.70 + 0.74 + 0.60) / 3 and (0.72 + 0.70 + 0.66) / 3
+    assert value.startswith("k=0: held-out 0.68 [")
+    assert "k=1: samples/s 1.50x, time to 0.6 1.60x (n=2), held-out 0.69 [" in value
+    assert "k=2: samples/s -, time to 0.6 - (n=0), held-out -" in value  # its one run failed
+    (tmp_path / f"{async_table.NAME}.json").write_text(json.dumps({"runs": RUNS[:3], "date": "2026-11-29"}))
+    assert async_table.readme_rows(tmp_path) == []  # no asynchronous run: no row
