@@ -173,7 +173,7 @@ def loop_iteration(
     for epoch in range(cfg.epochs):
         order = epoch_order(len(rollouts), cfg.seed, iteration, epoch)
         for start in range(0, len(order), cfg.minibatch_size):
-            minibatch_loss, clipped, tokens = 0.0, 0, 0
+            minibatch_loss, clipped, tokens, weight_sum = 0.0, 0, 0, 0.0
             for i in order[start : start + cfg.minibatch_size]:
                 logprobs = token_logprobs(model, rollouts[i].token_ids)
                 behaviour = rollouts[i].behaviour_logprobs
@@ -185,16 +185,23 @@ def loop_iteration(
                 minibatch_loss += float(loss.detach()) / cfg.minibatch_size
                 clipped += int(n_clipped)
                 tokens += int(masks[i].sum())
+                if behaviour is not None:
+                    weight_sum += float(behaviour_weights(old_logprobs[i][masks[i]],
+                                                          torch.tensor(behaviour)[masks[i]],
+                                                          cfg.behaviour_weight_cap).sum())  # fmt: skip
             grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            history.append(
-                {
-                    "loss": minibatch_loss,
-                    "grad_norm": float(grad_norm),
-                    "clip_fraction": clipped / max(tokens, 1),
-                }
-            )
+            step = {
+                "loss": minibatch_loss,
+                "grad_norm": float(grad_norm),
+                "clip_fraction": clipped / max(tokens, 1),
+            }
+            if any(
+                rollouts[i].behaviour_logprobs is not None for i in order[start : start + cfg.minibatch_size]
+            ):
+                step["behaviour_weight"] = weight_sum / max(tokens, 1)  # token mean of the applied w_t
+            history.append(step)
     return history
 
 

@@ -9,7 +9,14 @@ def mean_step_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
         return {}
     tokens = max(sum(s["trained_tokens"] for s in steps), 1.0)
     metrics = {key: sum(s[key] for s in steps) / len(steps) for key in ("loss", "grad_norm", "value_loss")}
-    for key in ("clip_fraction", "kl_old_k3", "kl_ref_k3", "entropy"):
+    for key in (
+        "clip_fraction",
+        "kl_old_k3",
+        "kl_ref_k3",
+        "entropy",
+        "behaviour_weight",
+        "behaviour_far_fraction",
+    ):
         if key in steps[0]:
             metrics[key] = sum(s[key] * s["trained_tokens"] for s in steps) / tokens
     metrics["grad_norm_max"] = max(s["grad_norm"] for s in steps)

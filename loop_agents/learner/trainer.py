@@ -32,7 +32,7 @@ import torch
 from loop_agents.algorithms.aggregation import trajectory_weights
 from loop_agents.algorithms.config import AlgorithmConfig
 from loop_agents.algorithms.losses.kl import k3_kl
-from loop_agents.algorithms.losses.policy import policy_token_losses
+from loop_agents.algorithms.losses.policy import decoupled_behaviour_weights, policy_token_losses
 from loop_agents.algorithms.losses.value import value_losses
 from loop_agents.learner.batching import epoch_order
 from loop_agents.learner.config import LearnerConfig
@@ -62,7 +62,19 @@ from loop_agents.rollout.trajectory import Trajectory
 log = logging.getLogger(__name__)
 
 # Accumulated per optimizer step, summed across ranks.
-_SUMS = ("loss", "clipped", "tokens", "kl_old", "value_loss", "kl_ref", "packed_tokens", "entropy", "shared")
+_SUMS = (
+    "loss",
+    "clipped",
+    "tokens",
+    "kl_old",
+    "value_loss",
+    "kl_ref",
+    "packed_tokens",
+    "entropy",
+    "shared",
+    "behaviour_weight",
+    "behaviour_far",
+)
 
 
 class Learner(LearnerCheckpointing, LearnerForwards):
@@ -181,6 +193,10 @@ class Learner(LearnerCheckpointing, LearnerForwards):
                 sums[3] += float(k3_kl(logprobs.detach() - old_lp).sum())
             sums[6] += float(batch.num_tokens)
             sums[8] += float((len(mb) - 1) * prefix)
+            if alg.behaviour_weight == "decoupled":
+                applied, far = behaviour_weight_sums(old_lp, cat([it.sample_logprobs for it in items]), alg)
+                sums[9] += applied
+                sums[10] += far
         self.ctx.all_reduce_sum(sums)
         grad_norm = clip_grad_norm_once(self.params, self.cfg.max_grad_norm, self.ctx)
         skipped = not math.isfinite(grad_norm)
@@ -210,6 +226,9 @@ class Learner(LearnerCheckpointing, LearnerForwards):
         }
         if with_entropy:  # only computed for the bonus (a softmax-wide pass per chunk)
             step["entropy"] = float(sums[7]) / tokens
+        if alg.behaviour_weight == "decoupled":  # how far off-policy the samples were (asynchronous LOOP)
+            step["behaviour_weight"] = float(sums[9]) / tokens
+            step["behaviour_far_fraction"] = float(sums[10]) / tokens
         self.step_history.append(step)
         return step
 
@@ -330,3 +349,11 @@ class Learner(LearnerCheckpointing, LearnerForwards):
             **recompute,
             **mean_step_metrics(steps),
         }
+
+
+def behaviour_weight_sums(prox: torch.Tensor, behaviour: torch.Tensor, alg) -> tuple[float, float]:
+    """(Σ of the applied w_t = min(π_prox/π_behav, cap), how many tokens have π_prox/π_behav outside [1/2, 2]):
+    the decoupled objective's importance weights, summed for the step's token means."""
+    raw = decoupled_behaviour_weights(prox, behaviour, None)
+    applied = raw if alg.behaviour_weight_cap is None else torch.clamp(raw, max=alg.behaviour_weight_cap)
+    return float(applied.sum()), float(((raw < 0.5) | (raw > 2.0)).sum())

@@ -13,6 +13,7 @@ NAMES = {
     "learn/clip_fraction": "fraction of tokens clipped",
     "learn/kl_old_k3": "KL to the sampling policy",
     "learn/grad_norm": "gradient norm",
+    "learn/behaviour_weight": "importance weight to the sampler (asynchronous)",
     "adv/kept_fraction": "episodes kept by the |A| filter",
     "rollout/turns_mean": "training: turns per episode",
     "rollout/tokens_mean": "training: tokens per episode",

@@ -102,6 +102,10 @@ def test_learner_matches_the_off_policy_reference(tiny_model_dir, off_policy_ref
         assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
         assert ours["grad_norm"] == pytest.approx(theirs["grad_norm"], rel=1e-4)
         assert ours["clip_fraction"] == pytest.approx(theirs["clip_fraction"])
+        # the token mean of the applied w_t = min(π_prox/π_behav, cap): the samples' ±0.4 nats move it off 1
+        assert ours["behaviour_weight"] == pytest.approx(theirs["behaviour_weight"], rel=1e-4)
+        assert ours["behaviour_weight"] != pytest.approx(1.0, abs=1e-3)
+        assert 0.0 <= ours["behaviour_far_fraction"] <= 1.0
     state = learner.trainable_state()
     for name, tensor in ref_state.items():
         assert torch.allclose(state[name], tensor, atol=2e-4, rtol=0), name
