@@ -3,6 +3,7 @@ evaluator's) is kept at its own iteration, read back from a real offline wandb r
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from loop_agents.orchestration.run_log import RunLog
@@ -22,7 +23,13 @@ def test_late_evaluations_are_kept_at_their_own_iteration(tmp_path: Path, monkey
         log.log({"eval/iteration": iteration, "eval/success_rate": success}, iteration)
     log.finish()
 
-    rows = history_rows(tmp_path)
+    # wandb's writer may still be appending the last records when finish() returns on a loaded machine (seen
+    # at load 8: the three evaluation rows, logged last, absent from one read): read until all 7 rows are there,
+    # at most 30 s; a row the code dropped never arrives and the asserts below fail
+    deadline, rows = time.monotonic() + 30, history_rows(tmp_path)
+    while len(rows) < 7 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        rows = history_rows(tmp_path)
     evaluations = {
         row["eval/iteration"]: row["eval/success_rate"] for row in rows if "eval/success_rate" in row
     }
