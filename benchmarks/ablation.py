@@ -172,9 +172,12 @@ def measure(rows: list[dict], metric: str) -> dict:
 def held_out(run_dir: Path, metric: str) -> dict:
     """start / best / final on the tasks the selection never saw (summary.json), where the run measured them."""
     held = run_summary(run_dir).get("held_out") or {}
-    return {
-        k.split("/")[1]: v for k, v in held.items() if k.endswith(f"/{metric}") or k.endswith("num_tasks")
-    }
+    # `held_out/<which>/<metric>` -> which; `held_out/num_tasks` (not `held_out/<which>/num_tasks`, which would
+    # overwrite <which>'s score with the task count, as it did in the records before 2026-11-29 12:40 UTC)
+    out = {k.split("/")[1]: v for k, v in held.items() if k.count("/") == 2 and k.endswith(f"/{metric}")}
+    if "held_out/num_tasks" in held:
+        out["num_tasks"] = held["held_out/num_tasks"]
+    return out
 
 
 def scrub(text: str) -> str:

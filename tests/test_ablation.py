@@ -177,6 +177,8 @@ def _write_run_dir(run_dir: Path) -> None:
         "held_out/start/tgc": 0.1,
         "held_out/final/tgc": 0.3,
         "held_out/num_tasks": 30,
+        "held_out/start/num_tasks": 30,  # a run's summary has these too: they must not replace the scores
+        "held_out/final/num_tasks": 30,
         "held_out/start/sgc": 0,
     }
     (run_dir / "summary.json").write_text(json.dumps({"best": {"metric": "tgc"}, "held_out": held}))
