@@ -28,9 +28,12 @@ END = "<!-- async:end -->"
 GOALS = {"samples": 1.5, "time": 1.3}
 
 
-def load(results: Path) -> list[dict]:
+def load(results: Path) -> dict:
+    """The series' record (its runs and the date it was written), or no runs when there is none yet. Read here,
+    not through run_records.load_runs: the date is needed too, and run_records imports the runner, which imports
+    the renderer, which imports this module."""
     path = results / f"{NAME}.json"
-    return json.loads(path.read_text())["runs"] if path.is_file() else []
+    return json.loads(path.read_text()) if path.is_file() else {"runs": []}
 
 
 def rows_by_setting(runs: list[dict]) -> dict[int, dict]:
@@ -42,8 +45,8 @@ def rows_by_setting(runs: list[dict]) -> dict[int, dict]:
 
 def readme_rows(results: Path) -> list[tuple[str, str, str, str]]:
     """The README learning table's row: each asynchronous setting against the synchronous loop (none without runs)."""
-    runs = load(results)
-    rows = rows_by_setting(runs)
+    record = load(results)
+    rows = rows_by_setting(record["runs"])
     if 0 not in rows or rows[0]["held_out"] is None or len(rows) < 2:
         return []
     parts = []
@@ -54,7 +57,7 @@ def readme_rows(results: Path) -> list[tuple[str, str, str, str]]:
             text = (f"samples/s {_x(row['samples_ratio'])}, time to 0.6 {_x(row['time_ratio'])} "
                     f"(n={row['time_ratios_n']}), " + text)  # fmt: skip
         parts.append(f"k={k}: {text}")
-    date = json.loads((results / f"{NAME}.json").read_text())["date"][:10]
+    date = record["date"][:10]
     seeds = len(rows[0]["seeds"])
     claim = (f"`demo`, asynchronous (`algorithm.max_staleness=k`) on the node in miniature (`cpu_split`), x the "
              f"synchronous loop (k=0) of the same seed, median of {seeds} seeds ([table](docs/performance.md))")  # fmt: skip
@@ -122,7 +125,7 @@ def _times(times: list[float | None]) -> str:
 
 
 def render_block(results: Path) -> str:
-    runs = load(results)
+    runs = load(results)["runs"]
     if not runs:
         return f"{BEGIN}\nNo run recorded yet: `python -m benchmarks.async_staleness` (see above).\n{END}"
     rows = rows_by_setting(runs)

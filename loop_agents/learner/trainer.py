@@ -166,9 +166,10 @@ class Learner(LearnerCheckpointing, LearnerForwards):
                 record_step_logprobs(old, items, mb, logprobs)
             old_lp = cat(old) if old else torch.zeros_like(logprobs)
             w = torch.cat([torch.full((items[i].num_trainable,), weight_of[i]) for i in mb]).to(dev)
+            behaviour = cat([it.sample_logprobs for it in items])
             token_loss, clipped = policy_token_losses(
                 self.algorithm, logprobs, old_lp, adv, batch.item_of_token, len(mb), batch.turn_of_token,
-                batch.num_turns, cat([it.sample_logprobs for it in items]),
+                batch.num_turns, behaviour,
             )  # fmt: skip
             objective = (w * token_loss).sum()
             if entropy is not None:  # bonus: maximise the aggregated entropy (verl: pg_loss - c * H)
@@ -194,7 +195,7 @@ class Learner(LearnerCheckpointing, LearnerForwards):
             sums[6] += float(batch.num_tokens)
             sums[8] += float((len(mb) - 1) * prefix)
             if alg.behaviour_weight == "decoupled":
-                applied, far = behaviour_weight_sums(old_lp, cat([it.sample_logprobs for it in items]), alg)
+                applied, far = behaviour_weight_sums(old_lp, behaviour, alg)
                 sums[9] += applied
                 sums[10] += far
         self.ctx.all_reduce_sum(sums)
