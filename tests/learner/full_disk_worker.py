@@ -22,6 +22,7 @@ from loop_agents.algorithms import compute_advantages
 from loop_agents.learner import Learner
 from loop_agents.learner.checkpoint import CheckpointError
 from tests.learner.batch import learner_config, loop_algorithm, make_batch
+from tests.learner.leave import leave_together
 
 
 def _step(learner: Learner, seed: int) -> None:
@@ -59,9 +60,7 @@ def main() -> None:
     extra = fresh.load_checkpoint(run_dir / "checkpoint-1")
     same = all(torch.equal(fresh.trainable_state()[k], v) for k, v in saved.items())
     out.write_text(json.dumps({"error": error, "largest": largest.name, "extra": extra, "same": same}))
-    if dist.is_initialized():
-        dist.barrier()  # both ranks leave together (see worker.py)
-        dist.destroy_process_group()
+    leave_together()
 
 
 if __name__ == "__main__":

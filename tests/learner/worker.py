@@ -16,6 +16,7 @@ import torch.distributed as dist
 from loop_agents.algorithms import compute_advantages
 from loop_agents.learner import Learner
 from tests.learner.batch import learner_config, loop_algorithm, make_batch, make_shared_batch
+from tests.learner.leave import leave_together
 
 SHARED = os.environ.get("LOOP_TEST_SHARED") == "1"
 
@@ -51,11 +52,7 @@ def main() -> None:
         result = {"state": learner.trainable_state(), "steps": learner.step_history, "metrics": metrics}
     if not dist.is_initialized() or dist.get_rank() == 0:
         torch.save(result, out)
-    if dist.is_initialized():
-        # both ranks leave together: a rank that tore its gloo pairs down while rank 0 was still saving
-        # aborted once in CI ("terminate called without an active exception", exit -6)
-        dist.barrier()
-        dist.destroy_process_group()
+    leave_together()
 
 
 if __name__ == "__main__":
