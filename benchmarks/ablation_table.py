@@ -9,6 +9,9 @@ Per algorithm, over its finished runs (one per seed; every seed of an algorithm 
   (`loop_agents.eval.stats.improvement_probability`);
 - seconds per iteration: the mean over runs of each run's mean `time/iteration`;
 - zero-advantage groups: the share of all groups, over all iterations of all runs, whose rewards were all equal;
+- final within the best's interval: of the runs with held-out scores, how many ended with a held-out success at or
+  above the lower end of the best checkpoint's 95 % Wilson interval (`loop_agents.eval.stats.wilson_interval`,
+  one episode per held-out task): a run whose last checkpoint fell below it declined after its peak;
 - runs recorded and failed (a failed run is counted, never dropped, and enters no aggregate).
 `python -m benchmarks.render` writes the tables into docs/ablation.md and a pointer row per preset into the README's
 learning table; the output depends on the files only.
@@ -24,7 +27,7 @@ import json
 import statistics
 from pathlib import Path
 
-from loop_agents.eval.stats import Interval, improvement_probability, iqm_interval
+from loop_agents.eval.stats import Interval, improvement_probability, iqm_interval, wilson_interval
 
 ALGORITHMS = ("loop", "grpo", "rloo", "dr_grpo", "ppo_gae")  # as benchmarks/ablation.py runs them
 NAMES = {"loop": "LOOP", "grpo": "GRPO", "rloo": "RLOO", "dr_grpo": "Dr. GRPO", "ppo_gae": "PPO (GAE)"}
@@ -111,6 +114,12 @@ def summarize(runs: list[dict], algorithm: str, loop_gains: list[float] | None) 
         row["p_loop_better"] = improvement_probability(loop_gains, final)
     seconds = [r["seconds_per_iteration"] for r in ok if r.get("seconds_per_iteration") is not None]
     row["seconds_per_iteration"] = statistics.mean(seconds) if seconds else None
+    held = [r["held_out"] for r in ok if _held_out_scores(r)]
+    if held:
+        row["final_within_best"] = (
+            sum(h["final"] >= wilson_interval(h["best"], int(h["num_tasks"])).low for h in held),
+            len(held),
+        )
     counted = [r for r in ok if r.get("groups")]
     row["zero_advantage_share"] = (
         sum(r["zero_advantage_groups"] for r in counted) / sum(r["groups"] for r in counted)
@@ -118,6 +127,14 @@ def summarize(runs: list[dict], algorithm: str, loop_gains: list[float] | None) 
         else None
     )
     return row
+
+
+def _held_out_scores(run: dict) -> bool:
+    held = run.get("held_out") or {}
+    return (
+        all(isinstance(held.get(k), int | float) for k in ("best", "final", "num_tasks"))
+        and held["num_tasks"] > 0
+    )
 
 
 # runs (as JSON) -> rows: the README row and the docs table share one bootstrap
@@ -150,7 +167,7 @@ def row_cells(row: dict, digits: int) -> list[str]:
     name = NAMES.get(row["algorithm"], row["algorithm"])
     if "final_gain" not in row:
         status = "not run yet" if row["runs"] == 0 else f"no finished run ({row['failed']} failed)"
-        return [name, _runs_text(row), "—", status, "—", "—", "—", "—"]
+        return [name, _runs_text(row), "—", status, "—", "—", "—", "—", "—"]
     p = row.get("p_loop_better")
     seconds = row["seconds_per_iteration"]
     share = row["zero_advantage_share"]
@@ -163,11 +180,12 @@ def row_cells(row: dict, digits: int) -> list[str]:
         "—" if p is None else p.text(2),
         "—" if seconds is None else f"{seconds:.1f}",
         "—" if share is None else f"{100 * share:.0f} %",
+        "—" if "final_within_best" not in row else "{} of {}".format(*row["final_within_best"]),
     ]
 
 
 HEADER = ("| Algorithm | Runs | Seeds | IQM final − warm start | IQM best − warm start | P(LOOP > it), final − warm "
-          "start | s / iteration | Zero-advantage groups |")  # fmt: skip
+          "start | s / iteration | Zero-advantage groups | Final within the best's interval (held-out) |")  # fmt: skip
 
 
 def render_preset(results: Path, preset: str, path: Path | None = None) -> str:
@@ -190,7 +208,7 @@ def render_setting(results: Path, preset: str, runs: list[dict]) -> str:
     """One setting's table and its note (Markdown)."""
     metric = next((r["metric"] for r in runs if r.get("metric")), "success_rate")
     digits = 3 if metric == "tgc" else 2
-    lines = [f"{setting_text(runs)[0].upper()}{setting_text(runs)[1:]}:", "", HEADER, "| --- " * 8 + "|"]
+    lines = [f"{setting_text(runs)[0].upper()}{setting_text(runs)[1:]}:", "", HEADER, "| --- " * 9 + "|"]
     lines += ["| " + " | ".join(row_cells(row, digits)) + " |" for row in table_rows(runs)]
     own = [r for r in runs if r.get("source") is None]
     notes = [

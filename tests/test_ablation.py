@@ -262,3 +262,18 @@ def test_the_docs_table_is_rendered_from_the_files_and_checked(tmp_path: Path) -
     assert render.check(tmp_path) == []
     page = (tmp_path / "docs" / "ablation.md").read_text()
     assert "| GRPO | 2 (1 failed) | 0, 1 | +0.25 [" in page
+
+
+def test_final_within_the_best_interval_counts_held_out_declines(tmp_path: Path) -> None:
+    """Held-out 0.76 over 400 tasks: Wilson's 95 % interval is [0.7158, 0.7993], so a final of 0.72 is within it and
+    0.645 (GRPO seed 1 of the demo) is not; a run without held-out scores is not counted."""
+    runs = [
+        _run("loop", 0, 0.5, held_out={"start": 0.2, "best": 0.76, "final": 0.72, "num_tasks": 400}),
+        _run("loop", 1, 0.5, held_out={"start": 0.2, "best": 0.76, "final": 0.645, "num_tasks": 400}),
+        _run("loop", 2, 0.5, held_out={"start": 0.2, "best": 0.76, "final": 0.7157, "num_tasks": 400}),
+        _run("loop", 3, 0.5),
+    ]
+    rows = {r["algorithm"]: r for r in ablation_table.table_rows(runs)}
+    assert rows["loop"]["final_within_best"] == (1, 3)  # 0.7157 lies just under the lower end 0.71580
+    text = ablation_table.render_preset(_results(tmp_path, runs), "demo")
+    assert "| 1 of 3 |" in next(line for line in text.splitlines() if line.startswith("| LOOP"))

@@ -7,6 +7,8 @@ Over the tasks of one evaluation (`scripts/evaluate.py`, the evaluator actor):
 - `pass_at_k`: the unbiased estimator of Chen et al. 2021 (HumanEval), pass@k = 1 - C(n-c, k) / C(n, k) for a
   task with c successes in n ≥ k samples, averaged over tasks; avg@k is the mean over tasks of c / n.
 - `paired_difference`: d_i = b_i - a_i per task (same tasks, same runs), then `bootstrap_mean` over the d_i.
+- `wilson_interval`: Wilson's score interval of one success rate over n episodes (one per task, as the held-out
+  evaluations run them).
 - `variance_components`: success split into between-task σ_b² and run-to-run σ_w² variance; the interval on n
   tasks × k runs is then about z·sqrt((σ_b² + σ_w²/k) / n), so runs per task only shrink the second term.
 
@@ -112,6 +114,18 @@ def paired_difference(
 def z_value(confidence: float = CONFIDENCE) -> float:
     """The two-sided normal quantile: 1.96 at 95 %."""
     return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def wilson_interval(rate: float, n: int, confidence: float = CONFIDENCE) -> Interval:
+    """Wilson's score interval of a success rate over n independent episodes (one per task):
+    (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n) (Wilson 1927; Brown, Cai & DasGupta 2001)."""
+    if n < 1 or not 0.0 <= rate <= 1.0:
+        raise ValueError(f"a success rate in [0, 1] over n >= 1 episodes, got {rate} over {n}")
+    z = z_value(confidence)
+    scale = 1 + z * z / n
+    center = (rate + z * z / (2 * n)) / scale
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / scale
+    return Interval(rate, max(0.0, center - half), min(1.0, center + half), n)
 
 
 @dataclass(frozen=True)

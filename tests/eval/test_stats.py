@@ -193,3 +193,19 @@ def test_an_interval_reads_back_from_a_results_file_and_prints_signed_for_differ
     assert interval.text(3) == "0.117 [-0.021, 0.212]"
     assert interval.text(3, signed=True) == "+0.117 [-0.021, +0.212]"
     assert Interval(57.2, 52.6, 61.0, 17).text(0, signed=True) == "+57 [+53, +61]"
+
+
+def test_wilson_interval_on_hand_computed_values() -> None:
+    """0.76 over 400: z = 1.95996, z²/n = 0.0096036; center (0.76 + 0.0048018) / 1.0096036 = 0.757527; half
+    1.95996 * sqrt(0.76 * 0.24 / 400 + 3.841459 / 640000) / 1.0096036 = 0.041727. 0 over 10: the upper end is
+    (z²/n) / (1 + z²/n) = 0.384146 / 1.384146 = 0.277532, the lower 0."""
+    from loop_agents.eval.stats import wilson_interval
+
+    interval = wilson_interval(0.76, 400)
+    assert interval.low == pytest.approx(0.757527 - 0.041727, abs=2e-6)
+    assert interval.high == pytest.approx(0.757527 + 0.041727, abs=2e-6)
+    none = wilson_interval(0.0, 10)
+    assert none.low == pytest.approx(0.0, abs=1e-12) and none.high == pytest.approx(0.277532, abs=1e-6)
+    assert wilson_interval(1.0, 10).high == 1.0
+    with pytest.raises(ValueError, match="over n >= 1"):
+        wilson_interval(0.5, 0)
