@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.run_records import provenance
 from benchmarks.runner import RESULTS_DIR, write_analysis
 from loop_agents.config.load import compose
 from loop_agents.envs.selected import prepare_environment
@@ -74,7 +75,9 @@ def copy_key(trajectories, chat) -> dict[str, float]:
     return out
 
 
-def measure(name: str, overrides: list[str], demos: int, epochs: int, work: Path, record: dict) -> dict:
+def measure(
+    name: str, overrides: list[str], demos: int, epochs: int, work: Path, record: dict, note: str = ""
+) -> dict:
     """Train one variant's warm start for `epochs`, scoring its check episodes after each (appended to `record`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -90,7 +93,7 @@ def measure(name: str, overrides: list[str], demos: int, epochs: int, work: Path
     checks = (
         readiness.__self__
     )  # GemHuntWarmChecks: its factors() holds every probability, not only readiness
-    entry = {"variant": name, "overrides": overrides, "demonstrations": len(examples),
+    entry = {"variant": name, "overrides": overrides, "note": note, **provenance(), "demonstrations": len(examples),
              "tokens_per_demonstration": round(sum(len(e[0]) for e in examples) / len(examples), 1),
              "trained_tokens_per_demonstration": round(sum(sum(e[1]) for e in examples) / len(examples), 1),
              "build_s": round(time.perf_counter() - examples_built, 1),
@@ -130,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         record["variants"] = json.loads(RESULT.read_text())["variants"]
     with tempfile.TemporaryDirectory(prefix="warm_start_forms_") as work:
         for spec in args.variants:
-            measure(*variant(spec), args.demos, 0 if args.keys_only else args.epochs, Path(work), record)
+            epochs = 0 if args.keys_only else args.epochs
+            measure(*variant(spec), args.demos, epochs, Path(work), record, args.note)
 
 
 if __name__ == "__main__":
