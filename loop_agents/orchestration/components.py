@@ -19,6 +19,7 @@ from loop_agents.errors import CachedModelMismatch
 from loop_agents.learner import Learner, LearnerConfig
 from loop_agents.learner.checkpoint import checkpoint_name, latest_complete_checkpoint, prune_checkpoints
 from loop_agents.orchestration.agent_choice import agent_tool_schemas
+from loop_agents.orchestration.cpu_pinning import learner_threads
 from loop_agents.orchestration.placement import plan
 from loop_agents.orchestration.staleness import max_staleness
 from loop_agents.orchestration.warm_start import sft_warm_start
@@ -122,7 +123,11 @@ def learner_config(cfg: DictConfig, model_path: str) -> LearnerConfig:
 
 def build_learner(cfg: DictConfig, model_path: str) -> Learner:
     if cfg.gpu_allocation.device == "cpu":
-        torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
+        threads = learner_threads(cfg)
+        if threads < cfg.gpu_allocation.cpu_learner_threads:
+            print(f"[cpu] learner: {threads} thread(s), one per pinned CPU (cpu_learner_threads="
+                  f"{cfg.gpu_allocation.cpu_learner_threads})", flush=True)  # fmt: skip
+        torch.set_num_threads(threads)
     return Learner(learner_config(cfg, model_path), algorithm_config(cfg))
 
 

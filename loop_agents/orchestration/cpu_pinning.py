@@ -21,6 +21,15 @@ def learner_cpus(cfg: DictConfig) -> list[int]:
     return _cpus(cfg, "cpu_learner_cpus")
 
 
+def learner_threads(cfg: DictConfig) -> int:
+    """The learner's torch threads for its RL steps: `cpu_learner_threads`, at most one per pinned CPU. Two threads
+    pinned to one core only take turns on it (`experiment=demo gpu_allocation=cpu_split` asked for 2 on 1), and
+    every thread's share of an op then waits for the other's time slice."""
+    threads = int(cfg.gpu_allocation.cpu_learner_threads)
+    pinned = learner_cpus(cfg)
+    return min(threads, len(pinned)) if pinned else threads
+
+
 def inference_cpus(cfg: DictConfig) -> list[int]:
     """The CPUs the vLLM server, its engine and the rollout actors are pinned to ([] = unpinned)."""
     return _cpus(cfg, "cpu_inference_cpus")

@@ -14,6 +14,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from loop_agents.orchestration.cpu_pinning import learner_threads
+
 DEFAULT_GPU_MEMORY_GB = 80.0
 
 
@@ -35,7 +37,7 @@ def plan(cfg: DictConfig, gpu_memory_gb: float = DEFAULT_GPU_MEMORY_GB) -> dict[
     """Describe the processes of a run: learner ranks, vLLM servers, rollout and evaluator actors."""
     alloc = cfg.gpu_allocation
     if alloc.device == "cpu":
-        learners = [{"rank": 0, "device": "cpu", "threads": alloc.cpu_learner_threads}]
+        learners = [{"rank": 0, "device": "cpu", "threads": learner_threads(cfg)}]
         servers = [
             {
                 "device": "cpu",

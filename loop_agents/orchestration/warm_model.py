@@ -33,7 +33,9 @@ def policy_model_path(cfg: DictConfig, run_dir: Path) -> str:
         return base
     threads = torch.get_num_threads()
     # The learner's thread count, not the machine's cores: the summation order (and so the warm model)
-    # then depends on the config only, not on the machine's core count.
+    # then depends on the config only, not on the machine's core count. `cpu_learner_threads` as set, even where
+    # the RL steps take fewer (cpu_pinning.learner_threads): a pinned run then shares the cached warm model of the
+    # same preset unpinned, and the one-off warm start pays the oversubscription once.
     torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     try:
         options = OmegaConf.to_container(cfg.env.options, resolve=True) or {}

@@ -12,7 +12,8 @@ import pytest
 from loop_agents.config.load import ConfigError, compose
 from loop_agents.inference.process import _before_exec
 from loop_agents.orchestration import inference_settings
-from loop_agents.orchestration.cpu_pinning import inference_cpus, learner_cpus, pin
+from loop_agents.orchestration.cpu_pinning import inference_cpus, learner_cpus, learner_threads, pin
+from loop_agents.orchestration.placement import plan
 
 
 def test_cpu_split_pins_learner_and_sampler_apart_and_cpu_pins_nothing() -> None:
@@ -24,6 +25,19 @@ def test_cpu_split_pins_learner_and_sampler_apart_and_cpu_pins_nothing() -> None
     assert learner_cpus(plain) == [] and inference_cpus(plain) == []
     server = inference_settings.inference_config(plain, "/model", {"threads": 1, "kv_cache_gb": 1})
     assert server.cpu_affinity is None and server.cpu_threads_bind is None
+
+
+def test_the_learner_takes_at_most_one_thread_per_pinned_cpu() -> None:
+    """experiment=demo asks for 2 learner threads; cpu_split pins the learner to one CPU: it steps with 1 (the
+    warm start keeps the 2 its cached model was keyed by), and unpinned it keeps its 2."""
+    split = compose(["experiment=demo", "gpu_allocation=cpu_split"])
+    assert split.gpu_allocation.cpu_learner_threads == 2 and learner_threads(split) == 1
+    assert plan(split)["learner_ranks"][0]["threads"] == 1
+    wide = compose(["experiment=demo", "gpu_allocation=cpu_split", "gpu_allocation.cpu_learner_cpus=[0,2,3]",
+                    "gpu_allocation.cpu_inference_cpus=[1]"])  # fmt: skip
+    assert learner_threads(wide) == 2  # never more than asked
+    plain = compose(["experiment=demo"])
+    assert learner_threads(plain) == 2 and plan(plain)["learner_ranks"][0]["threads"] == 2
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
