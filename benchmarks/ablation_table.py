@@ -270,7 +270,10 @@ def readme_row(results: Path, preset: str) -> tuple[str, str, str, str]:
         name = NAMES.get(row["algorithm"], row["algorithm"])
         if "final_gain" in row:
             gain: Interval = row["final_gain"]
-            parts.append(f"{name} {gain.text(digits, signed=True)} ({row['runs'] - row['failed']} runs)")
+            finished = row["runs"] - row["failed"]
+            parts.append(
+                f"{name} {gain.text(digits, signed=True)} ({finished} run{'s' if finished != 1 else ''})"
+            )
         else:
             parts.append(f"{name} {'not run yet' if row['runs'] == 0 else 'no finished run'}")
     raw = f"ablation_{preset}.json" if (results / f"ablation_{preset}.json").is_file() else "demo_seeds.json"
