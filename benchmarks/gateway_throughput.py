@@ -150,34 +150,6 @@ def bench(quick: bool = False, form: str = "tools", model: str | None = None) ->
     }
 
 
-def bench_text(quick: bool = False) -> dict:
-    """Entry point of `python -m benchmarks run gateway_throughput_text`: the text program the gateway's learning
-    runs train, from the demo's warm model of seed 0 (the ablation's cached one: episodes that open and answer as
-    trained; an untrained model's replies are no action, which the program answers without spending a move and the
-    in-process agent with one, so their episodes would differ in length)."""
-    return bench(quick, form="text", model=str(warm_model_of_seed(0)))
-
-
-def warm_model_of_seed(seed: int) -> Path:
-    """The cached demo warm model the ablation's runs of `seed` started from (benchmarks/results/ablation_demo.json,
-    artifacts/warm_models)."""
-    from benchmarks.ablation import WARM_CACHE, default_out
-    from benchmarks.run_records import ROOT, load_runs
-
-    keys = [
-        r["warm_model"]
-        for r in load_runs(default_out("demo"))
-        if r.get("seed") == seed and r.get("warm_model")
-    ]
-    model = ROOT / WARM_CACHE / keys[0] if keys else None
-    if model is None or not (model / "config.json").exists():
-        raise SystemExit(
-            f"no cached demo warm model of seed {seed} in {WARM_CACHE}: run `python -m benchmarks.ablation run "
-            f"--preset demo --algorithms loop --seeds {seed}` first, or pass --model"
-        )
-    return model
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--form", choices=sorted(SIDES), default="tools", help="the agents' form (see above)")

