@@ -5,9 +5,6 @@ from __future__ import annotations
 from transformers import AutoTokenizer
 
 from benchmarks.warm_start_forms import copy_key, variant
-from loop_agents.config.load import compose
-from loop_agents.envs.bundled.demonstrations import generate_demonstrations
-from loop_agents.orchestration.warm_model import warm_chat_format
 from loop_agents.rollout.chat import ChatFormat
 from loop_agents.rollout.demonstration import demonstration_trajectory
 
@@ -37,18 +34,3 @@ def test_a_variant_is_a_name_and_its_overrides() -> None:
         ["agent=tools", "llm.tiny.num_layers=4"],
     )
     assert variant("text=") == ("text", [])
-
-
-def test_in_tool_form_the_marked_code_is_the_only_key_before_the_code(tiny_model_dir: str) -> None:
-    """agent=tools quotes the gem hunt and marks its code (`"#4 7"`): in every solved tool-form demonstration the
-    token before the call's first digit occurs once before, in the observation that showed the code, followed by
-    that digit (unmarked, that key recurred ~50 times and preceded the code in 1.7 % of them)."""
-    chat = warm_chat_format(compose(["experiment=demo", "agent=tools"]), tiny_model_dir)
-    trajectories = [
-        demonstration_trajectory(chat, messages, task_id)
-        for task_id, messages in generate_demonstrations(20, 0.0, seed=3, quoted=True)
-    ]
-    assert '"code": "#' in chat.decode(trajectories[0].token_ids)  # the answer is a call, the code marked
-    stats = copy_key(trajectories, chat)
-    assert stats["answering_demonstrations"] == 20
-    assert stats["key1_occurrences"] == 1.0 and stats["key1_followed_by_code"] == 1.0, stats

@@ -84,10 +84,10 @@ def test_warm_start_demonstrations_are_tool_calls(tiny_model_dir) -> None:
         (t, w) for t, w in zip(demos, weights, strict=True) if '"name": "answer"' in t.messages[-1]["content"]
     ]
     assert answered
-    for traj, row in answered:  # 4x on exactly the code's two symbols inside `"code": "#4 7"`, never the mark
+    for traj, row in answered:  # 4x on exactly the code's two symbols inside `"code": "4 7"`
         code = traj.messages[-1]["content"].split('"code": "')[1].split('"')[0]
         weighed = [chat.decode([traj.token_ids[p]]) for p, w in enumerate(row) if w == 4.0]
-        assert "".join(weighed) == code.lstrip("#").replace(" ", "")
+        assert "".join(weighed) == code.replace(" ", "")
     # the warm start's checks score the solver's episodes in the same tool form, the code found inside the call
     checks = heldout_clean_demonstrations(3, {d.task_id for d in demos})
     for task_id, messages in checks:

@@ -18,11 +18,7 @@ With `quoted=True` the observations put every container name and the code in dou
 box".`). The tool-calling agent's arguments are JSON strings, and a byte-level BPE tokenizer cuts a word after an
 opening quote differently from the same word after a space (` yellow` against `"`+`y`+`ellow` in the tiny model's
 vocabulary): a model copying a name from an unquoted observation into `{"container": "..."}` must learn to map one
-token sequence onto another, while from a quoted one it copies the same tokens. The quoted form also writes the
-code with a leading `#` (`"#4 7"`, answered `answer #4 7` or `{"code": "#4 7"}`; the `#` is optional in an
-answer): in tool form every quote token opens a name, a note or a declaration string, so the token before the
-code's first digit recurred ~50 times an episode and preceded the code in 1.7 % of them; `"#` precedes nothing but
-the code, which is the key a 2-layer model's induction copy needs (docs/tools.md, the warm start).
+token sequence onto another, while from a quoted one it copies the same tokens.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from loop_agents.envs.bundled.tasks import COLORS, THINGS, GemHuntTask
 
 SYSTEM_PROMPT = "Find the gem. Reply with one action: open <color> <thing>, or answer <code>."
 _OPEN = re.compile(r"^open (?:the )?(\w+) (\w+)$")
-_ANSWER = re.compile(r"^answer #?([\d ]+)$")
+_ANSWER = re.compile(r"^answer ([\d ]+)$")
 USAGE = "Unknown action. Use open <color> <thing> or answer <code>."
 
 
@@ -66,18 +62,13 @@ class GemHuntGame:
     def _q(self, text: str) -> str:
         return f'"{text}"' if self.quoted else text
 
-    @property
-    def shown_code(self) -> str:
-        """The code as the observations write it and the solver answers it: `#4 7` in the quoted form."""
-        return f"#{self.task.code}" if self.quoted else self.task.code
-
     def first_observation(self) -> str:
         room = ", ".join(self._q(name) for name in self.task.room)
         return f"Room: {room}. Start at the {self._q(self.task.chain[0])}."
 
     def _next_hint(self) -> str:
         if self.found == len(self.task.chain):
-            return f"The code is {self._q(self.shown_code)}."
+            return f"The code is {self._q(self.task.code)}."
         if self.found == 0:
             return f"Start at the {self._q(self.task.chain[0])}."
         return f"The note says {self._q(self.task.chain[self.found])}."
@@ -92,7 +83,7 @@ class GemHuntGame:
         if position == self.found:  # found in order: progress
             self.found += 1
         if position == len(chain) - 1:
-            return f"{self._q(name)}: the gem! Its code is {self._q(self.shown_code)}."
+            return f"{self._q(name)}: the gem! Its code is {self._q(self.task.code)}."
         return f"{self._q(name)}: a note says {self._q(chain[position + 1])}."
 
     def step(self, action: str) -> tuple[str, float, bool]:
@@ -126,7 +117,7 @@ class GemHuntGame:
     def optimal_action(self) -> str:
         """What a perfect player does next (the scripted solver; also the demonstrations' teacher)."""
         if self.found == len(self.task.chain):
-            return f"answer {self.shown_code}"
+            return f"answer {self.task.code}"
         return f"open {self.task.chain[self.found]}"
 
     def available_actions(self) -> list[str]:

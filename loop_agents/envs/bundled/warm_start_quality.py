@@ -22,18 +22,18 @@ from loop_agents.rollout.chat import ChatFormat
 from loop_agents.rollout.demonstration import action_spans, demonstration_trajectory
 
 # the code inside a tool call: `answer(code)` (the gem hunt's tools) or `act(action="answer <code>")` (OpenEnv's)
-ANSWER_CALL_CODE = re.compile(r'(?:"name": "answer", "arguments": \{"code": "|"action": "answer )#?([^"]*)"')
+ANSWER_CALL_CODE = re.compile(r'(?:"name": "answer", "arguments": \{"code": "|"action": "answer )([^"]*)"')
 
 
 def code_token_positions(traj, chat: ChatFormat) -> list[int]:
     """Indices in `traj.token_ids` of the code symbols of its last action (`answer 4 7` -> the 4 and the 7; in
-    tool form the symbols inside the call's `"code": "#4 7"` or `"action": "answer 4 7"`; never the `#`)."""
+    tool form the symbols inside the call's `"code": "4 7"` or `"action": "answer 4 7"`)."""
     last = action_spans(traj.loss_mask)[-1][:-1]  # without <|im_end|>
     texts = {t: chat.decode([traj.token_ids[t]]) for t in last}
     call = ANSWER_CALL_CODE.search("".join(texts.values()))
     if call is None:
         # "4","7" or "B","7"
-        return [t for t, text in texts.items() if text.strip() not in ("", "answer", "#")]
+        return [t for t, text in texts.items() if text.strip() and text.strip() != "answer"]
     positions, offset = [], 0
     for t, text in texts.items():  # the tokens whose characters fall inside the code's
         if offset < call.end(1) and offset + len(text) > call.start(1) and text.strip():

@@ -135,7 +135,7 @@ def test_demonstrations_are_deterministic_and_noisy():
 
 def test_quoted_observations_put_names_and_the_code_in_quotes_and_score_alike():
     """quoted=True (the tool-calling agent's form) changes the observations' text only: same rewards, same ending,
-    a name in a note is the same token sequence as the JSON argument that opens it, and the code is marked `#`."""
+    and a name in a note is the same token sequence as the JSON argument that opens it."""
     game = GemHuntGame(TASK, spare_moves=2, quoted=True)
     assert game.first_observation() == (
         'Room: "red box", "blue key", "green ball", "grey door", "purple box", "yellow key". Start at the "red box".'
@@ -148,15 +148,8 @@ def test_quoted_observations_put_names_and_the_code_in_quotes_and_score_alike():
         False,
     )
     game.step("open blue key")
-    assert game.step("open green ball") == ('"green ball": the gem! Its code is "#4 7".', 3 / 4, False)
-    assert game.optimal_action() == "answer #4 7"
-    assert game.step("answer #4 7") == ("Correct! You got the gem.", 1.0, True)
-    unmarked = GemHuntGame(TASK, quoted=True)
-    for action in ("open red box", "open blue key", "open green ball"):
-        unmarked.step(action)
-    assert unmarked.step("answer 4 7") == ("Correct! You got the gem.", 1.0, True)  # the mark is optional
-    wrong = GemHuntGame(TASK, quoted=True)
-    assert wrong.step("answer #4 8") == ("Wrong code.", 0.0, True)
+    assert game.step("open green ball") == ('"green ball": the gem! Its code is "4 7".', 3 / 4, False)
+    assert game.step("answer 4 7") == ("Correct! You got the gem.", 1.0, True)
 
 
 def test_the_family_quotes_names_exactly_when_the_agent_calls_its_tools():
