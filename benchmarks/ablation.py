@@ -41,6 +41,7 @@ from benchmarks.run_records import (
     metrics_rows,
     provenance,
     run_summary,
+    selection_metric,
     train,
     train_command,
 )
@@ -126,19 +127,6 @@ def plan(preset: str, algorithms: list[str], seeds: list[int], iterations: int, 
 
 
 # ---------------------------------------------------------------------------------------------- a run's record (pure)
-
-
-def selection_metric(run_dir: Path) -> str:
-    """The metric that picks `best` (the preset's dev score): summary.json's, else config.yaml's eval.best_metric."""
-    best = run_summary(run_dir).get("best") or {}
-    if best.get("metric"):
-        return str(best["metric"])
-    config = run_dir / "config.yaml"
-    if config.is_file():
-        found = re.search(r"^  best_metric: (\S+)$", config.read_text(), re.MULTILINE)
-        if found:
-            return found.group(1)
-    return "success_rate"
 
 
 def measure(rows: list[dict], metric: str) -> dict:

@@ -1,4 +1,4 @@
-"""Asynchronous LOOP on the node in miniature: samples/s and time to a dev success of 0.6 per `max_staleness`.
+"""Asynchronous LOOP on the node in miniature: samples/s and time to a dev score of 0.6 per `max_staleness`.
 
     python -m benchmarks.async_staleness --staleness 0 1 2 4 --seeds 0 1 2 --name async_staleness_seeds
     python -m benchmarks.async_staleness --preset appworld_demo --staleness 0 1 2 4 --iterations 30 \
@@ -10,7 +10,8 @@ seed's runs share one warm start, the same one the ablation's and the gateway's 
 first run of a seed trains and caches it; it is not part of any number below). From each run's metrics rows:
 - samples/s = rollouts collected / Σ time/iteration (the RL loop's wall time, evaluations excluded: they run
   beside it on the sampler's core),
-- time to 0.6 = Σ time/iteration up to the first iteration whose dev evaluation (every 3) has success >= 0.6,
+- time to 0.6 = Σ time/iteration up to the first iteration whose dev evaluation (every 3) scores >= 0.6 on the
+  preset's selection metric (the one that picks `best`: success on the demo, TGC on AppWorld; recorded as `metric`),
 - the dev curve, held-out success, and the async metrics (staleness histogram, mixed-version share, drops).
 Every run is recorded (benchmarks/results/<name>.json via runner.write_analysis, rewritten after each run so a
 stopped series keeps what finished), with the load average before and after: the machine is shared. Started again,
@@ -22,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.run_records import dev_curve, load_runs, metrics_rows, run_summary, train
+from benchmarks.run_records import dev_curve, load_runs, metrics_rows, run_summary, selection_metric, train
 from benchmarks.runner import RESULTS_DIR, ROOT, write_analysis
 
 RUNS = ROOT / "runs" / "async_staleness"
@@ -33,7 +34,8 @@ def summarize(run_dir: Path) -> dict:
     """The numbers of one finished (or stopped) run, from its metrics rows and summary."""
     rows = metrics_rows(run_dir)
     train_rows = sorted((r for r in rows if "rollout/count" in r), key=lambda r: r["iteration"])
-    dev = dev_curve(rows)
+    metric = selection_metric(run_dir)
+    dev = dev_curve(rows, metric)
     elapsed, clock = 0.0, {}
     for row in train_rows:
         elapsed += row["time/iteration"]
@@ -47,6 +49,7 @@ def summarize(run_dir: Path) -> dict:
             if key.startswith("async/staleness_tokens_"):
                 staleness[key.rsplit("_", 1)[1]] = staleness.get(key.rsplit("_", 1)[1], 0.0) + value
     return {
+        "metric": metric,
         "iterations": len(train_rows),
         "samples": samples,
         "rl_seconds": round(elapsed, 1),

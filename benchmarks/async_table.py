@@ -65,7 +65,8 @@ def readme_rows(results: Path) -> list[tuple[str, str, str, str]]:
 
 
 def held_out_final(run: dict) -> float | None:
-    return (run.get("held_out") or {}).get("held_out/final/success_rate")
+    """The final checkpoint's held-out score on the run's metric (success before runs recorded it)."""
+    return (run.get("held_out") or {}).get(f"held_out/final/{run.get('metric', 'success_rate')}")
 
 
 def paired_ratio(runs: list[dict], sync: dict[int, dict], key: str, higher_is_better: bool) -> list[float]:

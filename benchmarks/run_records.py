@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -54,6 +55,19 @@ def run_summary(run_dir: Path) -> dict:
     """`run_dir/summary.json` (phase times, best, held-out scores), or {} where the run did not get to write it."""
     path = run_dir / "summary.json"
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def selection_metric(run_dir: Path) -> str:
+    """The metric that picks `best` (the preset's dev score): summary.json's, else config.yaml's eval.best_metric."""
+    best = run_summary(run_dir).get("best") or {}
+    if best.get("metric"):
+        return str(best["metric"])
+    config = run_dir / "config.yaml"
+    if config.is_file():
+        found = re.search(r"^  best_metric: (\S+)$", config.read_text(), re.MULTILINE)
+        if found:
+            return found.group(1)
+    return "success_rate"
 
 
 # ---------------------------------------------------------------------------------------------- a record's stamp

@@ -85,3 +85,24 @@ def test_the_readme_row_gives_each_setting_against_the_synchronous_loop(tmp_path
     assert "k=2: samples/s -, time to 0.6 - (n=0), held-out -" in value  # its one run failed
     (tmp_path / f"{async_table.NAME}.json").write_text(json.dumps({"runs": RUNS[:3], "date": "2026-11-29"}))
     assert async_table.readme_rows(tmp_path) == []  # no asynchronous run: no row
+
+
+def test_time_to_target_reads_the_presets_selection_metric(tmp_path: Path) -> None:
+    """An AppWorld run picks `best` by TGC: time to 0.6 is the loop's seconds up to the first dev TGC >= 0.6
+    (iteration 6: 10 + 12 + ... = 6 iterations of 10 s = 60 s), not the first success >= 0.6 (iteration 3, 30 s);
+    the held-out final is read on TGC too."""
+    rows = [{"iteration": i, "rollout/count": 8, "time/iteration": 10.0, "time/learn": 6.0, "time/rollout": 4.0}
+            for i in range(1, 10)]  # fmt: skip
+    rows += [
+        {"eval/iteration": 3, "eval/success_rate": 0.65, "eval/tgc": 0.4},
+        {"eval/iteration": 6, "eval/success_rate": 0.70, "eval/tgc": 0.62},
+        {"eval/iteration": 9, "eval/success_rate": 0.75, "eval/tgc": 0.7},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "summary.json").write_text(json.dumps({"best": {"metric": "tgc", "iteration": 9}}))
+    summary = async_staleness.summarize(tmp_path)
+    assert summary["metric"] == "tgc" and summary["dev_success"] == {3: 0.4, 6: 0.62, 9: 0.7}
+    assert summary["time_to_success_0.6_s"] == 60.0 and summary["iteration_reaching_0.6"] == 6
+    assert summary["samples_per_s"] == 0.8  # 72 samples / 90 s
+    record = {**summary, "held_out": {"held_out/final/tgc": 0.55, "held_out/final/success_rate": 0.9}}
+    assert async_table.held_out_final(record) == 0.55
