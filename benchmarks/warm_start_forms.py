@@ -75,12 +75,38 @@ def copy_key(trajectories, chat) -> dict[str, float]:
     return out
 
 
+DECLARE_TOOLS = "declare_tools"  # a variant flag, not a Hydra override: see text_form_with_tool_declarations
+
+
+def text_form_with_tool_declarations(cfg, base: str, trajectories, checks):
+    """The text-action demonstrations rendered with the gem hunt's tools declared in the system turn (the template's
+    `# Tools` block, as `agent=tools` renders it), actions and observations still text: an episode as long as the
+    tool form's opening, in the text form's format, so a copy that fails in tool form can be told apart as length
+    or format. The check episodes are scored in the same rendering; the code keeps its weight."""
+    from transformers import AutoTokenizer
+
+    from loop_agents.envs.bundled.warm_checks import code_token_weights
+    from loop_agents.orchestration.agent_choice import agent_tool_schemas
+    from loop_agents.rollout.chat import ChatFormat
+    from loop_agents.rollout.demonstration import demonstration_trajectory
+
+    schemas = agent_tool_schemas(compose(["experiment=demo", "agent=tools"]))
+    chat = ChatFormat(AutoTokenizer.from_pretrained(base), tools=schemas)
+    padded = [demonstration_trajectory(chat, t.messages, t.task_id) for t in trajectories]
+    weights = code_token_weights(padded, chat, float(cfg.env.options.demo_code_weight))
+    checks.chat = chat
+    examples = [(list(t.token_ids), list(t.loss_mask), list(w)) for t, w in zip(padded, weights, strict=True)]
+    return padded, examples
+
+
 def measure(
     name: str, overrides: list[str], demos: int, epochs: int, work: Path, record: dict, note: str = ""
 ) -> dict:
     """Train one variant's warm start for `epochs`, scoring its check episodes after each (appended to `record`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    declare_tools = DECLARE_TOOLS in overrides
+    overrides = [o for o in overrides if o != DECLARE_TOOLS]
     cfg = compose(["experiment=demo", f"env.options.demo_count={demos}", *overrides])
     torch.set_num_threads(cfg.gpu_allocation.cpu_learner_threads)
     base = C.resolve_model(cfg, work / name)
@@ -93,6 +119,8 @@ def measure(
     checks = (
         readiness.__self__
     )  # GemHuntWarmChecks: its factors() holds every probability, not only readiness
+    if declare_tools:
+        trajectories, examples = text_form_with_tool_declarations(cfg, base, trajectories, checks)
     entry = {"variant": name, "overrides": overrides, "note": note, **provenance(), "demonstrations": len(examples),
              "tokens_per_demonstration": round(sum(len(e[0]) for e in examples) / len(examples), 1),
              "trained_tokens_per_demonstration": round(sum(sum(e[1]) for e in examples) / len(examples), 1),
@@ -122,7 +150,9 @@ def measure(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("variants", nargs="+", help="name=override,override,...")
+    parser.add_argument(
+        "variants", nargs="+", help=f"name=override,override,... ({DECLARE_TOOLS}: see below)"
+    )
     parser.add_argument("--demos", type=int, default=2000)
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--note", default="")

@@ -34,3 +34,25 @@ def test_a_variant_is_a_name_and_its_overrides() -> None:
         ["agent=tools", "llm.tiny.num_layers=4"],
     )
     assert variant("text=") == ("text", [])
+
+
+def test_the_length_control_declares_the_tools_and_keeps_text_actions(tiny_model_dir: str) -> None:
+    """`declare_tools`: the text-form demonstrations with the tools' `# Tools` block in the system turn: longer by the
+    declarations, the same trained tokens (text actions), the code still weighed, the checks scored alike."""
+    from types import SimpleNamespace
+
+    from benchmarks.warm_start_forms import text_form_with_tool_declarations
+    from loop_agents.config.load import compose
+    from loop_agents.envs.bundled.demonstrations import generate_demonstrations
+
+    chat = ChatFormat(AutoTokenizer.from_pretrained(tiny_model_dir))
+    text = [demonstration_trajectory(chat, m, t) for t, m in generate_demonstrations(5, 0.0, seed=3)]
+    checks = SimpleNamespace(chat=chat)
+    cfg = compose(["experiment=demo"])
+    padded, examples = text_form_with_tool_declarations(cfg, tiny_model_dir, text, checks)
+    assert checks.chat is not chat and "# Tools" in checks.chat.decode(padded[0].token_ids)
+    for before, after, (ids, mask, weights) in zip(text, padded, examples, strict=True):
+        assert len(after.token_ids) > len(before.token_ids) + 100
+        assert sum(after.loss_mask) == sum(before.loss_mask)
+        assert ids == list(after.token_ids) and mask == list(after.loss_mask)
+        assert sorted(set(weights)) == [1.0, 4.0]  # the answer's code symbols weigh 4x
