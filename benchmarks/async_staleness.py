@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchmarks.ablation import WARM_CACHE
 from benchmarks.run_records import dev_curve, load_runs, metrics_rows, run_summary, selection_metric, train
 from benchmarks.runner import RESULTS_DIR, ROOT, write_analysis
 
@@ -73,7 +74,7 @@ def run_one(preset: str, staleness: int, seed: int, iterations: int, extra: list
     overrides = [
         f"experiment={preset}", "gpu_allocation=cpu_split", f"algorithm.max_staleness={staleness}", f"run.seed={seed}",
         f"learner.sft_seed={seed}", f"run.iterations={iterations}", f"run.dir={run_dir.relative_to(ROOT)}",
-        "learner.sft_cache_dir=artifacts/warm_models", "logging.wandb_mode=disabled", "logging.plots=false", *extra,
+        f"learner.sft_cache_dir={WARM_CACHE}", "logging.wandb_mode=disabled", "logging.plots=false", *extra,
     ]  # fmt: skip
     run = train(overrides, run_dir.with_suffix(".log"))
     record = {"preset": preset, "max_staleness": staleness, "seed": seed, "exit_code": run.exit_code,

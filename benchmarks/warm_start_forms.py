@@ -113,14 +113,15 @@ def measure(
     prepare_environment(cfg)
     examples_built = time.perf_counter()
     trajectories, readiness, weights, _ = warm_start_inputs(cfg, base)
-    examples = [(list(t.token_ids), list(t.loss_mask)) for t in trajectories]
-    if weights is not None:
-        examples = [(ids, mask, list(w)) for (ids, mask), w in zip(examples, weights, strict=True)]
     checks = (
         readiness.__self__
     )  # GemHuntWarmChecks: its factors() holds every probability, not only readiness
     if declare_tools:
         trajectories, examples = text_form_with_tool_declarations(cfg, base, trajectories, checks)
+    else:
+        examples = [(list(t.token_ids), list(t.loss_mask)) for t in trajectories]
+        if weights is not None:
+            examples = [(ids, mask, list(w)) for (ids, mask), w in zip(examples, weights, strict=True)]
     entry = {"variant": name, "overrides": overrides, "note": note, **provenance(), "demonstrations": len(examples),
              "tokens_per_demonstration": round(sum(len(e[0]) for e in examples) / len(examples), 1),
              "trained_tokens_per_demonstration": round(sum(sum(e[1]) for e in examples) / len(examples), 1),
